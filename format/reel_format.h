@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reel file format: public API of libreelformat (format/).
+ *
+ * A .reel file is a sequence of zstd frames (format/FORMAT.md is the spec):
+ *   [skippable: file header] [zstd frame: block 0] [zstd frame: block 1] ...
+ *   [skippable: block index] [skippable: zstd seek table]
+ * Every prefix of a file that ends on a frame boundary is a valid file; the
+ * index and seek table at the end are accelerators a reader rebuilds by
+ * scanning when they are missing.
+ *
+ * This header needs only libc. Functions return 0 (or a positive count) on
+ * success and a negative errno on failure; constructors return NULL and set
+ * errno. The library never prints: it reports through the callback set with
+ * reel_set_print().
+ */
+#ifndef REEL_FORMAT_H
+#define REEL_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REEL_FORMAT_MAJOR 1
+#define REEL_FORMAT_MINOR 0
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                             */
+
+enum reel_print_level {
+	REEL_WARN,
+	REEL_INFO,
+	REEL_DEBUG,
+};
+
+typedef int (*reel_print_fn_t)(enum reel_print_level level, const char *fmt, va_list ap);
+
+/* Sets the print callback; returns the previous one. NULL silences the
+ * library. The default prints WARN and INFO to stderr. */
+reel_print_fn_t reel_set_print(reel_print_fn_t fn);
+
+/* Domain-specific error codes live above 4000 so they never collide with errno. */
+enum reel_errno {
+	REEL_ERR_MAGIC = 4001,	  /* not a reel file */
+	REEL_ERR_VERSION = 4002,  /* format major version we cannot read */
+	REEL_ERR_TRUNCATED = 4003, /* file ends inside a frame */
+	REEL_ERR_CHECKSUM = 4004, /* zstd content checksum mismatch */
+	REEL_ERR_CORRUPT = 4005,  /* frame or record structure is wrong */
+};
+
+/* Like strerror(), for both errno values and REEL_ERR_* (pass either sign). */
+const char *reel_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Records                                                             */
+
+/* On-disk record types. Readers skip types they do not know. */
+enum reel_rec_type {
+	REEL_REC_SAMPLE = 1, /* raw perf sample bytes exactly as the kernel emitted them */
+	REEL_REC_LOST = 2,   /* PERF_RECORD_LOST: struct reel_lost */
+	REEL_REC_DROP = 3,   /* records user space lost: struct reel_drop */
+	REEL_REC_PROC = 4,   /* a process: struct reel_proc + strings */
+	REEL_REC_CLOCK = 5,  /* struct reel_clock */
+	REEL_REC_STATS = 6,  /* array of struct reel_cpu_stats */
+	REEL_REC_NOTE = 7,   /* UTF-8 text, not NUL-terminated */
+	REEL_REC_MAX_KNOWN = 7,
+};
+
+/* Record flags (reel_rec_hdr.flags). */
+#define REEL_RECF_NONE 0
+
+/* cpu value for records that user space made (PROC, CLOCK, NOTE, ...). */
+#define REEL_CPU_NONE 0xffffffffu
+
+/* On-disk record header, little-endian, 8-byte aligned, followed by
+ * `length` payload bytes and zero padding up to the next multiple of 8. */
+struct reel_rec_hdr {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t length; /* payload bytes, excluding this header and padding */
+	uint32_t cpu;
+	uint32_t reserved; /* zero */
+	uint64_t ts_ns;	   /* CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns clock) */
+};
+#define REEL_REC_HDR_SIZE 24
+#define REEL_REC_MAX_PAYLOAD (16u << 20)
+
+/* LOST payload: what the kernel said in PERF_RECORD_LOST. */
+struct reel_lost {
+	uint64_t id;   /* perf sample id from the record (0 if none) */
+	uint64_t lost; /* number of samples the kernel dropped */
+};
+
+enum reel_drop_reason {
+	REEL_DROP_WRITER_BEHIND = 1, /* writer queue full: compression could not keep up */
+	REEL_DROP_WRITE_ERROR = 2,   /* the file could not be written (ENOSPC, EIO...) */
+	REEL_DROP_FILTERED = 3,	     /* user-space filter removed them (counted, not an error) */
+	REEL_DROP_TOO_BIG = 4,	     /* a record exceeded REEL_REC_MAX_PAYLOAD */
+	REEL_DROP_OTHER = 5,
+};
+
+/* DROP payload. cpu in the record header says which ring, or REEL_CPU_NONE. */
+struct reel_drop {
+	uint64_t records; /* records lost */
+	uint64_t bytes;	  /* payload bytes lost */
+	uint64_t first_ts; /* timestamp of the first dropped record (0 if unknown) */
+	uint64_t last_ts;  /* timestamp of the last dropped record (0 if unknown) */
+	uint32_t reason;   /* enum reel_drop_reason */
+	int32_t err;	   /* negative errno when reason is WRITE_ERROR, else 0 */
+};
+
+/* PROC payload: fixed part then exe, cmdline, cgroup strings back to back,
+ * each of the given length (cmdline arguments separated by NUL, no final NUL). */
+struct reel_proc {
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t uid;
+	uint32_t flags;		  /* REEL_PROCF_* */
+	uint64_t start_time_ns;	  /* CLOCK_MONOTONIC (boot-based) start time */
+	char comm[16];		  /* NUL-padded */
+	uint32_t exe_len;
+	uint32_t cmdline_len;
+	uint32_t cgroup_len;
+	uint32_t reserved;
+	/* char exe[exe_len]; char cmdline[cmdline_len]; char cgroup[cgroup_len]; */
+};
+#define REEL_PROCF_AT_START 1 /* process existed when the capture started */
+
+/* CLOCK payload: a CLOCK_MONOTONIC / CLOCK_REALTIME pair read back to back. */
+struct reel_clock {
+	uint64_t mono_ns;
+	uint64_t real_ns; /* nanoseconds since the Unix epoch */
+};
+
+/* STATS payload: one entry per CPU ring, cumulative since capture start. */
+struct reel_cpu_stats {
+	uint32_t cpu;
+	uint32_t reserved;
+	uint64_t samples;      /* SAMPLE records received from this ring */
+	uint64_t sample_bytes; /* their payload bytes */
+	uint64_t lost;	       /* samples the kernel reported lost on this ring */
+	uint64_t dropped;      /* records user space dropped for this ring */
+};
+
+/* A record as the reader hands it out. `data` points into the reader's
+ * buffer and stays valid until the next call on the same reader/merger. */
+struct reel_record {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t cpu;
+	uint64_t ts_ns;
+	const void *data;
+	uint32_t len;
+	uint32_t block;	   /* data block number within its file, from 0 */
+	uint32_t file_idx; /* index of the source in a merger, else 0 */
+};
+
+/* ------------------------------------------------------------------ */
+/* File header metadata                                                */
+
+/* Header TLV tags (FORMAT.md lists the encoding of each). */
+enum reel_meta_tag {
+	REEL_META_HOSTNAME = 1,	    /* string */
+	REEL_META_KERNEL = 2,	    /* string: uname -r */
+	REEL_META_BOOT_ID = 3,	    /* string: /proc/sys/kernel/random/boot_id */
+	REEL_META_NCPU = 4,	    /* u32 */
+	REEL_META_PAGE_SIZE = 5,    /* u32 */
+	REEL_META_CLOCK_ID = 6,	    /* u32: clockid of record timestamps (CLOCK_MONOTONIC=1) */
+	REEL_META_CLOCK_PAIR = 7,   /* struct reel_clock */
+	REEL_META_CMDLINE = 8,	    /* string: the capture command line, args NUL-separated */
+	REEL_META_ABI_VERSION = 9,  /* u32: event ABI version of SAMPLE payloads */
+	REEL_META_TOOL_VERSION = 10, /* string */
+	REEL_META_SNAPLEN = 11,	    /* u32 */
+	REEL_META_FILE_SEQ = 12,    /* u32: rotation sequence number, from 0 */
+	REEL_META_SAMPLE_FORMAT = 13, /* u32: 1 = perf raw data bytes (after the u32 size) */
+};
+
+/* Parsed header. Strings are NUL-terminated copies owned by the reader;
+ * absent ones are "" and absent numbers 0. */
+struct reel_header {
+	uint16_t major, minor;
+	char hostname[256];
+	char kernel[128];
+	char boot_id[64];
+	uint32_t ncpu;
+	uint32_t page_size;
+	uint32_t clock_id;
+	struct reel_clock clock;
+	char cmdline[4096]; /* args joined with spaces for display */
+	uint32_t abi_version;
+	char tool_version[64];
+	uint32_t snaplen;
+	uint32_t file_seq;
+	uint32_t sample_format;
+};
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                              */
+
+enum reel_fsync_policy {
+	REEL_FSYNC_NONE = 0,  /* leave it to the kernel */
+	REEL_FSYNC_BLOCK = 1, /* fdatasync after every block */
+	REEL_FSYNC_CLOSE = 2, /* fsync once at close/rotate (default) */
+};
+
+struct reel_writer_opts {
+	size_t sz; /* sizeof(struct reel_writer_opts) */
+	int level; /* zstd level, default 3; negative levels allowed */
+	uint32_t block_bytes;  /* close a block at this raw size, default 1 MiB */
+	uint32_t block_age_ms; /* close a block this old, default 1000 */
+	uint32_t queue_blocks; /* blocks that may wait for compression, default 8 */
+	enum reel_fsync_policy fsync;
+	int threads; /* 0 = one background compression thread (default); -1 = compress inline */
+	bool allow_overwrite; /* default: refuse an existing file (O_EXCL) */
+	/* Header facts; NULL/0 fields are filled from the running host
+	 * (hostname, kernel, boot id, ncpu, page size, clock pair). */
+	const char *hostname;
+	const char *kernel;
+	const char *boot_id;
+	uint32_t ncpu;
+	const char *const *argv; /* capture command line */
+	int argc;
+	uint32_t abi_version;
+	const char *tool_version;
+	uint32_t snaplen;
+	uint32_t file_seq;
+	/* Clock pair for the header; both zero = read the clocks now. */
+	struct reel_clock clock;
+};
+#define REEL_OPTS(TYPE, NAME, ...)                                                                 \
+	struct TYPE NAME = { .sz = sizeof(struct TYPE), __VA_ARGS__ }
+
+struct reel_writer;
+
+/* Stats a writer keeps (cumulative over rotations). */
+struct reel_writer_stats {
+	uint64_t records;     /* records accepted */
+	uint64_t raw_bytes;   /* raw record bytes accepted (headers + payload + padding) */
+	uint64_t file_bytes;  /* bytes written to the current file */
+	uint64_t total_file_bytes; /* bytes written to all files */
+	uint64_t blocks;      /* blocks written */
+	uint64_t dropped_records; /* records refused (queue full or write error) */
+	uint64_t dropped_bytes;
+	int last_error;	      /* first write error seen (negative errno), 0 if none */
+};
+
+/* Creates `path` with mode 0600, O_EXCL unless allow_overwrite, O_NOFOLLOW
+ * always, writes the header frame. Returns NULL and sets errno on failure. */
+struct reel_writer *reel_writer__open(const char *path, const struct reel_writer_opts *opts);
+
+/* Same, on an fd the caller opened (the writer takes ownership of it). */
+struct reel_writer *reel_writer__open_fd(int fd, const struct reel_writer_opts *opts);
+
+/*
+ * Appends one record. Never blocks on compression or I/O: the payload is
+ * copied into the current block. Returns 0 on success;
+ *  -ENOBUFS  the compression queue is full: the record was dropped and counted,
+ *            and a DROP record (REEL_DROP_WRITER_BEHIND) will precede the next
+ *            accepted record;
+ *  -EIO/-ENOSPC/... the file could not be written: the record was dropped and
+ *            counted; every block completed before the error is intact on disk;
+ *  -E2BIG    length > REEL_REC_MAX_PAYLOAD.
+ * A block that reaches block_bytes is closed and queued.
+ */
+int reel_writer__append(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			uint64_t ts_ns, const void *data, uint32_t len);
+
+/* Like append, but the payload is given in two parts (header + body), so a
+ * caller can prefix a sample without copying it first. */
+int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen);
+
+/* Closes the current block if it is older than block_age_ms at `now_mono_ns`
+ * (0 = read CLOCK_MONOTONIC). Cheap; call it on every poll timeout. */
+int reel_writer__tick(struct reel_writer *w, uint64_t now_mono_ns);
+
+/* Closes the current block (if not empty) and waits until every queued block
+ * is on disk (honouring the fsync policy). */
+int reel_writer__flush(struct reel_writer *w);
+
+/* Finishes the current file (flush, index, seek table) and continues in a new
+ * file at `path` with the same options and the next file_seq. Each rotated
+ * file stands alone (own header, fresh CLOCK pair). */
+int reel_writer__rotate(struct reel_writer *w, const char *path);
+
+void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st);
+
+/* Flushes, writes index and seek table, closes the fd and frees. Returns the
+ * first error seen over the writer's life (0 if none). Accepts NULL. */
+int reel_writer__close(struct reel_writer *w);
+
+/* ------------------------------------------------------------------ */
+/* Reader                                                              */
+
+struct reel_reader_opts {
+	size_t sz;
+	bool no_index; /* ignore the footer index; scan (for verify/recover) */
+};
+
+/* One entry of the block index (from the footer, or rebuilt by scanning). */
+struct reel_block_info {
+	uint64_t offset;     /* file offset of the block's frame */
+	uint32_t comp_size;  /* frame size in the file */
+	uint32_t raw_size;   /* decompressed size */
+	uint64_t ts_min, ts_max; /* over records with a timestamp (ts_min > ts_max if none) */
+	uint32_t records;
+	uint32_t type_counts[REEL_REC_MAX_KNOWN + 1]; /* [0] = unknown types */
+};
+
+struct reel_reader;
+
+/* Opens and validates the header. Returns NULL/errno: ENOENT..., EBADMSG
+ * with a message for a file that is not reel (REEL_ERR_* via reel_reader__open2). */
+struct reel_reader *reel_reader__open(const char *path, const struct reel_reader_opts *opts);
+
+/* Like open but on a caller-owned memory buffer (fuzzing, tests); the buffer
+ * must outlive the reader. */
+struct reel_reader *reel_reader__open_mem(const void *buf, size_t len,
+					  const struct reel_reader_opts *opts);
+
+const struct reel_header *reel_reader__header(const struct reel_reader *r);
+
+/*
+ * Next record in file order. Returns 1 and fills *rec; 0 at the end;
+ * a negative error for a damaged block (truncated frame, checksum mismatch,
+ * bad record structure): the message says block number, offset and what was
+ * wrong, and the next call continues with the next good frame. Records of a
+ * damaged block that precede the damage are NOT returned (a block is all or
+ * nothing).
+ */
+int reel_reader__next(struct reel_reader *r, struct reel_record *rec);
+
+/* Positions the reader at the first block whose ts_max >= ts_ns (index if
+ * present, else by scanning). Returns 0 or a negative error. */
+int reel_reader__seek_time(struct reel_reader *r, uint64_t ts_ns);
+
+/* Rewinds to the first block. */
+int reel_reader__rewind(struct reel_reader *r);
+
+/* Description of the last error returned (block, offset, reason). */
+const char *reel_reader__errmsg(const struct reel_reader *r);
+
+/* Block index: loads the footer or scans the whole file. *out points into the
+ * reader and stays valid until close. Returns the number of blocks or <0. */
+int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **out);
+
+struct reel_reader_stats {
+	uint64_t file_size;
+	uint64_t blocks_ok;
+	uint64_t blocks_bad;
+	uint64_t bytes_raw;	  /* decompressed bytes of good blocks */
+	uint64_t bytes_comp;	  /* compressed bytes of good blocks */
+	bool clean_close;	  /* footer (index + seek table) present and consistent */
+	bool truncated;		  /* file ends inside a frame */
+	uint64_t trailing_bytes;  /* bytes after the last complete frame */
+};
+void reel_reader__stats(const struct reel_reader *r, struct reel_reader_stats *st);
+
+void reel_reader__close(struct reel_reader *r);
+
+/* ------------------------------------------------------------------ */
+/* Timestamp-ordered merge across CPUs and files                       */
+
+struct reel_merge_opts {
+	size_t sz;
+	/* Records are held until the newest timestamp seen is this far past
+	 * them (default 2 s): per-CPU streams are each in order, and the drain
+	 * interleaves them within one poll cycle. */
+	uint64_t window_ns;
+	/* Hard bound on records held (default 1,000,000); past it the oldest is
+	 * released even if inside the window. */
+	uint32_t max_held;
+};
+
+struct reel_merge;
+
+/* Merges the records of `n` readers (not owned) in timestamp order.
+ * Records keep file_idx = their reader's index. */
+struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
+				   const struct reel_merge_opts *opts);
+
+/* Returns 1 with *rec filled (data valid until the next call), 0 at the end,
+ * or a negative error from a reader (the merge goes on after it). */
+int reel_merge__next(struct reel_merge *m, struct reel_record *rec);
+
+/* Records released out of order because max_held forced them (should be 0). */
+uint64_t reel_merge__out_of_order(const struct reel_merge *m);
+
+void reel_merge__free(struct reel_merge *m);
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+
+/* Fills a PROC payload into buf (cap bytes); returns the payload length or
+ * -ENOSPC. Strings may be NULL. */
+int reel_proc_encode(void *buf, size_t cap, const struct reel_proc *fixed, const char *exe,
+		     uint32_t exe_len, const char *cmdline, uint32_t cmdline_len,
+		     const char *cgroup, uint32_t cgroup_len);
+
+/* Parses a PROC payload; the pointers point into `data`. Returns 0 or -EBADMSG. */
+int reel_proc_decode(const void *data, uint32_t len, struct reel_proc *fixed, const char **exe,
+		     const char **cmdline, const char **cgroup);
+
+/* Name of a record type ("SAMPLE", ...), or NULL if unknown. */
+const char *reel_rec_type_name(uint16_t type);
+
+/* Parses a record type name (case-insensitive); returns the type or -EINVAL. */
+int reel_rec_type_parse(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REEL_FORMAT_H */
