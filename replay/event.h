@@ -87,6 +87,10 @@ struct reel_event {
  */
 int reel_event_decode(const struct reel_record *rec, struct reel_event *ev);
 
+/* Why the last reel_event_decode() in this thread returned -EBADMSG (numbers
+ * included); "" if none yet. Thread-local, valid until the next failure. */
+const char *reel_event_errmsg(void);
+
 const char *reel_event_kind_name(enum reel_event_kind k); /* "DATA", "CONN_OPEN", ... */
 const char *reel_syscall_name(uint16_t sys);		   /* "write", "recvmsg", ... */
 

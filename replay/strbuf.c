@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "strbuf.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void reel_sb_put(struct reel_sb *sb, const char *s, size_t n)
+{
+	if (sb->len < sb->cap) {
+		size_t room = sb->cap - sb->len - 1;
+		size_t k = n < room ? n : room;
+
+		memcpy(sb->buf + sb->len, s, k);
+		sb->buf[sb->len + k] = '\0';
+	}
+	sb->len += n;
+}
+
+void reel_sb_puts(struct reel_sb *sb, const char *s)
+{
+	reel_sb_put(sb, s, strlen(s));
+}
+
+void reel_sb_putc(struct reel_sb *sb, char c)
+{
+	reel_sb_put(sb, &c, 1);
+}
+
+void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...)
+{
+	va_list ap;
+	size_t room = sb->len < sb->cap ? sb->cap - sb->len : 0;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? sb->buf + sb->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb->len += (size_t)n;
+}
+
+void reel_sb_escape(struct reel_sb *sb, const uint8_t *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[256];
+	size_t t = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = p[i];
+
+		if (t > sizeof(tmp) - 4) {
+			reel_sb_put(sb, tmp, t);
+			t = 0;
+		}
+		switch (c) {
+		case '\r':
+			tmp[t++] = '\\', tmp[t++] = 'r';
+			break;
+		case '\n':
+			tmp[t++] = '\\', tmp[t++] = 'n';
+			break;
+		case '\t':
+			tmp[t++] = '\\', tmp[t++] = 't';
+			break;
+		case '\\':
+		case '"':
+			tmp[t++] = '\\', tmp[t++] = (char)c;
+			break;
+		default:
+			if (c >= 0x20 && c < 0x7f) {
+				tmp[t++] = (char)c;
+			} else {
+				tmp[t++] = '\\', tmp[t++] = 'x';
+				tmp[t++] = hex[c >> 4], tmp[t++] = hex[c & 15];
+			}
+		}
+	}
+	reel_sb_put(sb, tmp, t);
+}
+
+void reel_sb_json_str(struct reel_sb *sb, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[256];
+	size_t t = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = (uint8_t)s[i];
+
+		if (t > sizeof(tmp) - 8) {
+			reel_sb_put(sb, tmp, t);
+			t = 0;
+		}
+		if (c == '"' || c == '\\') {
+			tmp[t++] = '\\', tmp[t++] = (char)c;
+		} else if (c == '\n') {
+			tmp[t++] = '\\', tmp[t++] = 'n';
+		} else if (c == '\r') {
+			tmp[t++] = '\\', tmp[t++] = 'r';
+		} else if (c == '\t') {
+			tmp[t++] = '\\', tmp[t++] = 't';
+		} else if (c < 0x20 || c >= 0x7f) {
+			memcpy(tmp + t, "\\u00", 4);
+			t += 4;
+			tmp[t++] = hex[c >> 4], tmp[t++] = hex[c & 15];
+		} else {
+			tmp[t++] = (char)c;
+		}
+	}
+	reel_sb_put(sb, tmp, t);
+}
+
+void reel_sb_base64(struct reel_sb *sb, const uint8_t *p, size_t n)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char tmp[256];
+	size_t t = 0, i = 0;
+
+	for (; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+
+		if (t > sizeof(tmp) - 4) {
+			reel_sb_put(sb, tmp, t);
+			t = 0;
+		}
+		tmp[t++] = b64[v >> 18];
+		tmp[t++] = b64[(v >> 12) & 63];
+		tmp[t++] = b64[(v >> 6) & 63];
+		tmp[t++] = b64[v & 63];
+	}
+	if (t > sizeof(tmp) - 4) {
+		reel_sb_put(sb, tmp, t);
+		t = 0;
+	}
+	if (n - i == 1) {
+		uint32_t v = (uint32_t)p[i] << 16;
+
+		tmp[t++] = b64[v >> 18];
+		tmp[t++] = b64[(v >> 12) & 63];
+		tmp[t++] = '=';
+		tmp[t++] = '=';
+	} else if (n - i == 2) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+
+		tmp[t++] = b64[v >> 18];
+		tmp[t++] = b64[(v >> 12) & 63];
+		tmp[t++] = b64[(v >> 6) & 63];
+		tmp[t++] = '=';
+	}
+	reel_sb_put(sb, tmp, t);
+}
+
+void reel_sb_rfc3339(struct reel_sb *sb, uint64_t real_ns)
+{
+	time_t s = (time_t)(real_ns / 1000000000u);
+	struct tm tm;
+
+	if (!gmtime_r(&s, &tm)) {
+		reel_sb_printf(sb, "%llu", (unsigned long long)real_ns);
+		return;
+	}
+	reel_sb_printf(sb, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		       tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		       (unsigned)(real_ns % 1000000000u));
+}

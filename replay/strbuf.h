@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internal to replay/: a bounded string builder with snprintf semantics.
+ * Appends never write past `cap` (the buffer stays NUL-terminated when cap > 0)
+ * but keep counting, so `len` is the length the full text needs.
+ */
+#ifndef REEL_STRBUF_H
+#define REEL_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct reel_sb {
+	char *buf;
+	size_t cap;
+	size_t len;
+};
+
+static inline void reel_sb_init(struct reel_sb *sb, char *buf, size_t cap)
+{
+	sb->buf = buf;
+	sb->cap = cap;
+	sb->len = 0;
+	if (cap)
+		buf[0] = '\0';
+}
+
+void reel_sb_put(struct reel_sb *sb, const char *s, size_t n);
+void reel_sb_puts(struct reel_sb *sb, const char *s);
+void reel_sb_putc(struct reel_sb *sb, char c);
+void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Escaped preview: printable ASCII as is, \r \n \t \\ \" escaped, others \xHH. */
+void reel_sb_escape(struct reel_sb *sb, const uint8_t *p, size_t n);
+/* JSON string contents (no quotes); bytes >= 0x80 and controls as \u00XX. */
+void reel_sb_json_str(struct reel_sb *sb, const char *s, size_t n);
+void reel_sb_base64(struct reel_sb *sb, const uint8_t *p, size_t n);
+/* RFC3339 UTC with nanoseconds: 2026-11-21T12:45:26.123456789Z */
+void reel_sb_rfc3339(struct reel_sb *sb, uint64_t real_ns);
+
+#endif /* REEL_STRBUF_H */
