@@ -46,11 +46,11 @@ reel_print_fn_t reel_set_print(reel_print_fn_t fn);
 
 /* Domain-specific error codes live above 4000 so they never collide with errno. */
 enum reel_errno {
-	REEL_ERR_MAGIC = 4001,	  /* not a reel file */
-	REEL_ERR_VERSION = 4002,  /* format major version we cannot read */
+	REEL_ERR_MAGIC = 4001,	   /* not a reel file */
+	REEL_ERR_VERSION = 4002,   /* format major version we cannot read */
 	REEL_ERR_TRUNCATED = 4003, /* file ends inside a frame */
-	REEL_ERR_CHECKSUM = 4004, /* zstd content checksum mismatch */
-	REEL_ERR_CORRUPT = 4005,  /* frame or record structure is wrong */
+	REEL_ERR_CHECKSUM = 4004,  /* zstd content checksum mismatch */
+	REEL_ERR_CORRUPT = 4005,   /* frame or record structure is wrong */
 };
 
 /* Like strerror(), for both errno values and REEL_ERR_* (pass either sign). */
@@ -87,7 +87,7 @@ struct reel_rec_hdr {
 	uint32_t reserved; /* zero */
 	uint64_t ts_ns;	   /* CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns clock) */
 };
-#define REEL_REC_HDR_SIZE 24
+#define REEL_REC_HDR_SIZE    24
 #define REEL_REC_MAX_PAYLOAD (16u << 20)
 
 /* LOST payload: what the kernel said in PERF_RECORD_LOST. */
@@ -106,8 +106,8 @@ enum reel_drop_reason {
 
 /* DROP payload. cpu in the record header says which ring, or REEL_CPU_NONE. */
 struct reel_drop {
-	uint64_t records; /* records lost */
-	uint64_t bytes;	  /* payload bytes lost */
+	uint64_t records;  /* records lost */
+	uint64_t bytes;	   /* payload bytes lost */
 	uint64_t first_ts; /* timestamp of the first dropped record (0 if unknown) */
 	uint64_t last_ts;  /* timestamp of the last dropped record (0 if unknown) */
 	uint32_t reason;   /* enum reel_drop_reason */
@@ -120,9 +120,9 @@ struct reel_proc {
 	uint32_t pid;
 	uint32_t ppid;
 	uint32_t uid;
-	uint32_t flags;		  /* REEL_PROCF_* */
-	uint64_t start_time_ns;	  /* CLOCK_MONOTONIC (boot-based) start time */
-	char comm[16];		  /* NUL-padded */
+	uint32_t flags;		/* REEL_PROCF_* */
+	uint64_t start_time_ns; /* CLOCK_MONOTONIC (boot-based) start time */
+	char comm[16];		/* NUL-padded */
 	uint32_t exe_len;
 	uint32_t cmdline_len;
 	uint32_t cgroup_len;
@@ -165,19 +165,22 @@ struct reel_record {
 
 /* Header TLV tags (FORMAT.md lists the encoding of each). */
 enum reel_meta_tag {
-	REEL_META_HOSTNAME = 1,	    /* string */
-	REEL_META_KERNEL = 2,	    /* string: uname -r */
-	REEL_META_BOOT_ID = 3,	    /* string: /proc/sys/kernel/random/boot_id */
-	REEL_META_NCPU = 4,	    /* u32 */
-	REEL_META_PAGE_SIZE = 5,    /* u32 */
-	REEL_META_CLOCK_ID = 6,	    /* u32: clockid of record timestamps (CLOCK_MONOTONIC=1) */
-	REEL_META_CLOCK_PAIR = 7,   /* struct reel_clock */
-	REEL_META_CMDLINE = 8,	    /* string: the capture command line, args NUL-separated */
-	REEL_META_ABI_VERSION = 9,  /* u32: event ABI version of SAMPLE payloads */
-	REEL_META_TOOL_VERSION = 10, /* string */
-	REEL_META_SNAPLEN = 11,	    /* u32 */
-	REEL_META_FILE_SEQ = 12,    /* u32: rotation sequence number, from 0 */
+	REEL_META_HOSTNAME = 1,	      /* string */
+	REEL_META_KERNEL = 2,	      /* string: uname -r */
+	REEL_META_BOOT_ID = 3,	      /* string: /proc/sys/kernel/random/boot_id */
+	REEL_META_NCPU = 4,	      /* u32 */
+	REEL_META_PAGE_SIZE = 5,      /* u32 */
+	REEL_META_CLOCK_ID = 6,	      /* u32: clockid of record timestamps (CLOCK_MONOTONIC=1) */
+	REEL_META_CLOCK_PAIR = 7,     /* struct reel_clock */
+	REEL_META_CMDLINE = 8,	      /* string: the capture command line, args NUL-separated */
+	REEL_META_ABI_VERSION = 9,    /* u32: event ABI version of SAMPLE payloads */
+	REEL_META_TOOL_VERSION = 10,  /* string */
+	REEL_META_SNAPLEN = 11,	      /* u32 */
+	REEL_META_FILE_SEQ = 12,      /* u32: rotation sequence number, from 0 */
 	REEL_META_SAMPLE_FORMAT = 13, /* u32: 1 = perf raw data bytes (after the u32 size) */
+	/* u32: CRC-32 (zlib) of the header payload before this TLV; always the last TLV.
+	 * A reader that finds it wrong still reads the blocks (reports the damage). */
+	REEL_META_HEADER_CRC = 255,
 };
 
 /* Parsed header. Strings are NUL-terminated copies owned by the reader;
@@ -209,8 +212,8 @@ enum reel_fsync_policy {
 };
 
 struct reel_writer_opts {
-	size_t sz; /* sizeof(struct reel_writer_opts) */
-	int level; /* zstd level, default 3; negative levels allowed */
+	size_t sz;	       /* sizeof(struct reel_writer_opts) */
+	int level;	       /* zstd level, default 3; negative levels allowed */
 	uint32_t block_bytes;  /* close a block at this raw size, default 1 MiB */
 	uint32_t block_age_ms; /* close a block this old, default 1000 */
 	uint32_t queue_blocks; /* blocks that may wait for compression, default 8 */
@@ -232,21 +235,20 @@ struct reel_writer_opts {
 	/* Clock pair for the header; both zero = read the clocks now. */
 	struct reel_clock clock;
 };
-#define REEL_OPTS(TYPE, NAME, ...)                                                                 \
-	struct TYPE NAME = { .sz = sizeof(struct TYPE), __VA_ARGS__ }
+#define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 
 struct reel_writer;
 
 /* Stats a writer keeps (cumulative over rotations). */
 struct reel_writer_stats {
-	uint64_t records;     /* records accepted */
-	uint64_t raw_bytes;   /* raw record bytes accepted (headers + payload + padding) */
-	uint64_t file_bytes;  /* bytes written to the current file */
+	uint64_t records;	   /* records accepted */
+	uint64_t raw_bytes;	   /* raw record bytes accepted (headers + payload + padding) */
+	uint64_t file_bytes;	   /* bytes written to the current file */
 	uint64_t total_file_bytes; /* bytes written to all files */
-	uint64_t blocks;      /* blocks written */
-	uint64_t dropped_records; /* records refused (queue full or write error) */
+	uint64_t blocks;	   /* blocks written */
+	uint64_t dropped_records;  /* records refused (queue full or write error) */
 	uint64_t dropped_bytes;
-	int last_error;	      /* first write error seen (negative errno), 0 if none */
+	int last_error; /* first write error seen (negative errno), 0 if none */
 };
 
 /* Creates `path` with mode 0600, O_EXCL unless allow_overwrite, O_NOFOLLOW
@@ -273,7 +275,8 @@ int reel_writer__append(struct reel_writer *w, uint16_t type, uint16_t flags, ui
 /* Like append, but the payload is given in two parts (header + body), so a
  * caller can prefix a sample without copying it first. */
 int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
-			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen);
+			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b,
+			 uint32_t blen);
 
 /* Closes the current block if it is older than block_age_ms at `now_mono_ns`
  * (0 = read CLOCK_MONOTONIC). Cheap; call it on every poll timeout. */
@@ -299,14 +302,15 @@ int reel_writer__close(struct reel_writer *w);
 
 struct reel_reader_opts {
 	size_t sz;
-	bool no_index; /* ignore the footer index; scan (for verify/recover) */
+	bool no_index;	   /* ignore the footer index; scan (for verify/recover) */
+	bool keep_unknown; /* also yield records of types > REEL_REC_MAX_KNOWN (default: skip) */
 };
 
 /* One entry of the block index (from the footer, or rebuilt by scanning). */
 struct reel_block_info {
-	uint64_t offset;     /* file offset of the block's frame */
-	uint32_t comp_size;  /* frame size in the file */
-	uint32_t raw_size;   /* decompressed size */
+	uint64_t offset;	 /* file offset of the block's frame */
+	uint32_t comp_size;	 /* frame size in the file */
+	uint32_t raw_size;	 /* decompressed size */
 	uint64_t ts_min, ts_max; /* over records with a timestamp (ts_min > ts_max if none) */
 	uint32_t records;
 	uint32_t type_counts[REEL_REC_MAX_KNOWN + 1]; /* [0] = unknown types */
@@ -322,6 +326,14 @@ struct reel_reader *reel_reader__open(const char *path, const struct reel_reader
  * must outlive the reader. */
 struct reel_reader *reel_reader__open_mem(const void *buf, size_t len,
 					  const struct reel_reader_opts *opts);
+
+/* Like reel_reader__open / _open_mem (path == NULL: use buf/len), but
+ * returns 0 or the negative error (-ENOENT, -REEL_ERR_MAGIC,
+ * -REEL_ERR_VERSION, -REEL_ERR_TRUNCATED...) and, on failure, a message in
+ * errbuf (may be NULL). *out is set on success only. */
+int reel_reader__open2(const char *path, const void *buf, size_t len,
+		       const struct reel_reader_opts *opts, struct reel_reader **out, char *errbuf,
+		       size_t errlen);
 
 const struct reel_header *reel_reader__header(const struct reel_reader *r);
 
@@ -349,15 +361,24 @@ const char *reel_reader__errmsg(const struct reel_reader *r);
  * reader and stays valid until close. Returns the number of blocks or <0. */
 int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **out);
 
+/* Records per CPU of block `i` of reel_reader__blocks() (cpu REEL_CPU_NONE for
+ * user-space records, 0xfffffffe for "cpu >= 4096"). *out points into the
+ * reader, valid until close. Returns the number of pairs or <0 (-ERANGE). */
+struct reel_cpu_count {
+	uint32_t cpu;
+	uint32_t count;
+};
+int reel_reader__block_cpus(struct reel_reader *r, int i, const struct reel_cpu_count **out);
+
 struct reel_reader_stats {
 	uint64_t file_size;
 	uint64_t blocks_ok;
 	uint64_t blocks_bad;
-	uint64_t bytes_raw;	  /* decompressed bytes of good blocks */
-	uint64_t bytes_comp;	  /* compressed bytes of good blocks */
-	bool clean_close;	  /* footer (index + seek table) present and consistent */
-	bool truncated;		  /* file ends inside a frame */
-	uint64_t trailing_bytes;  /* bytes after the last complete frame */
+	uint64_t bytes_raw;	 /* decompressed bytes of good blocks */
+	uint64_t bytes_comp;	 /* compressed bytes of good blocks */
+	bool clean_close;	 /* footer (index + seek table) present and consistent */
+	bool truncated;		 /* file ends inside a frame */
+	uint64_t trailing_bytes; /* bytes after the last complete frame */
 };
 void reel_reader__stats(const struct reel_reader *r, struct reel_reader_stats *st);
 
@@ -390,6 +411,9 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec);
 
 /* Records released out of order because max_held forced them (should be 0). */
 uint64_t reel_merge__out_of_order(const struct reel_merge *m);
+
+/* Message of the last error reel_merge__next() returned, prefixed "file N: ". */
+const char *reel_merge__errmsg(const struct reel_merge *m);
 
 void reel_merge__free(struct reel_merge *m);
 

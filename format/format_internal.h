@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libreelformat internals shared between its .c files (not installed, not for
+ * programs; tests may include it for the writer test hook).
+ */
+#ifndef REEL_FORMAT_INTERNAL_H
+#define REEL_FORMAT_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+#include <assert.h>
+
+#include "reel_format.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libreelformat stores host-order structs and supports little-endian hosts only"
+#endif
+
+_Static_assert(sizeof(struct reel_rec_hdr) == REEL_REC_HDR_SIZE, "record header is 24 bytes");
+_Static_assert(sizeof(struct reel_drop) == 40, "reel_drop layout");
+_Static_assert(sizeof(struct reel_lost) == 16, "reel_lost layout");
+_Static_assert(sizeof(struct reel_proc) == 56, "reel_proc layout");
+_Static_assert(sizeof(struct reel_clock) == 16, "reel_clock layout");
+_Static_assert(sizeof(struct reel_cpu_stats) == 40, "reel_cpu_stats layout");
+
+/* Frame magics (FORMAT.md section 2). */
+#define REEL_ZSTD_MAGIC		   0xFD2FB528u
+#define REEL_SKIP_MAGIC_MIN	   0x184D2A50u
+#define REEL_SKIP_MAGIC_MAX	   0x184D2A5Fu
+#define REEL_HEADER_MAGIC	   0x184D2A5Au /* skippable frame holding the file header */
+#define REEL_INDEX_MAGIC	   0x184D2A5Bu /* skippable frame holding the block index */
+#define REEL_SEEK_MAGIC		   0x184D2A5Eu /* zstd seekable format seek table */
+#define REEL_SEEKABLE_FOOTER_MAGIC 0x8F92EAB1u
+#define REEL_SEEK_FOOTER_SIZE	   9
+
+#define REEL_HDR_SIG	     "REEL"
+#define REEL_IDX_SIG	     "RIDX"
+#define REEL_IDX_ENTRY_FIXED 72 /* bytes of an index entry before its per-CPU pairs */
+
+/* Sanity limits a reader enforces before trusting a length. */
+#define REEL_MAX_BLOCK_RAW   (64u << 20) /* declared content size of a data frame */
+#define REEL_MAX_HEADER	     (1u << 20)	 /* header frame payload */
+#define REEL_MAX_BLOCK_BYTES (32u << 20) /* writer block_bytes option */
+#define REEL_MAX_INDEX_CPUS  4096	 /* per-CPU counters kept per block */
+
+#define REEL_DEFAULT_LEVEL	  3
+#define REEL_DEFAULT_BLOCK_BYTES  (1u << 20)
+#define REEL_DEFAULT_BLOCK_AGE_MS 1000
+#define REEL_DEFAULT_QUEUE_BLOCKS 8
+
+static inline uint32_t reel_pad8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+static inline uint16_t rd16(const void *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t rd32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t rd64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void wr16(void *p, uint16_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void wr32(void *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void wr64(void *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline int reel_is_skippable(uint32_t magic)
+{
+	return magic >= REEL_SKIP_MAGIC_MIN && magic <= REEL_SKIP_MAGIC_MAX;
+}
+
+/* Logging through the reel_set_print() callback. */
+__attribute__((format(printf, 2, 3))) void reel_pr(enum reel_print_level level, const char *fmt,
+						   ...);
+
+/* CRC-32 (IEEE 802.3, as zlib's crc32()); crc = 0 to start. */
+uint32_t reel_crc32(uint32_t crc, const void *buf, size_t len);
+
+uint64_t reel_now_mono_ns(void);
+uint64_t reel_now_real_ns(void);
+
+/* Per-block statistics the writer and the scanning reader compute. */
+struct reel_cpu_count;
+struct reel_blkstat {
+	uint64_t ts_min, ts_max;
+	uint32_t records;
+	uint32_t type_counts[REEL_REC_MAX_KNOWN + 1];
+	/* Per-CPU record counts: dense array for cpu < cpu_cap, plus the slots below. */
+	uint32_t *cpu_counts;
+	uint32_t cpu_cap;
+	uint32_t cpu_hi;    /* 1 + highest dense slot touched */
+	uint32_t cpu_none;  /* REEL_CPU_NONE */
+	uint32_t cpu_other; /* cpu >= REEL_MAX_INDEX_CPUS (counted under REEL_CPU_OTHER) */
+};
+#define REEL_CPU_OTHER 0xfffffffeu
+
+void reel_blkstat_reset(struct reel_blkstat *s);
+int reel_blkstat_add(struct reel_blkstat *s, uint16_t type, uint32_t cpu, uint64_t ts);
+/* Number of non-zero per-CPU counters. */
+uint32_t reel_blkstat_ncpu(const struct reel_blkstat *s);
+/* Writes the non-zero per-CPU counters as {u32 cpu, u32 count} pairs; returns bytes. */
+size_t reel_blkstat_put_cpus(const struct reel_blkstat *s, uint8_t *out);
+void reel_blkstat_free(struct reel_blkstat *s);
+
+/* Header frame payload (file header TLVs), see reel_header.c. */
+struct reel_hdr_facts {
+	const char *hostname, *kernel, *boot_id, *tool_version;
+	const char *const *argv;
+	int argc;
+	uint32_t ncpu, page_size, abi_version, snaplen, file_seq;
+	struct reel_clock clock;
+};
+/* Builds the whole header skippable frame into a malloc'd buffer. */
+int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out_len);
+/* Parses a header frame payload (after the 8-byte skippable frame header).
+ * Fills *h as far as it gets. Returns 0, -REEL_ERR_MAGIC, -REEL_ERR_VERSION,
+ * -REEL_ERR_CHECKSUM or -REEL_ERR_CORRUPT with a message in err. */
+int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char *err,
+		      size_t errlen);
+
+/* Test hook: while paused the background thread compresses nothing, so the
+ * queue fills. Unpausing wakes it. No effect with threads = -1. */
+void reel_writer__test_pause(struct reel_writer *w, bool paused);
+
+#endif /* REEL_FORMAT_INTERNAL_H */

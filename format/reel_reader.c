@@ -1,0 +1,1158 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Reader: maps the file, lists its frames (from the seek table when the footer
+ * is consistent, else by walking frame headers), then decodes one data frame
+ * at a time into a reusable buffer and walks its records (FORMAT.md 7).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "format_internal.h"
+#include "reel_reader_internal.h"
+
+#define ERRF(r, ...) snprintf((r)->errmsg, sizeof((r)->errmsg), __VA_ARGS__)
+
+/* ---- zstd frame helpers ---- */
+
+/* Parses a zstd frame header (RFC 8878 3.1.1.1); returns its size or 0 when
+ * `avail` does not hold it. */
+static size_t zhdr_size(const uint8_t *p, size_t avail, bool *checksum)
+{
+	static const uint8_t did_sz[4] = {0, 1, 2, 4};
+	static const uint8_t fcs_sz[4] = {0, 2, 4, 8};
+	uint8_t d;
+	size_t n;
+
+	if (avail < 5)
+		return 0;
+	d = p[4];
+	n = 5 + !((d >> 5) & 1) + did_sz[d & 3] + fcs_sz[d >> 6];
+	if ((d >> 6) == 0 && ((d >> 5) & 1))
+		n += 1; /* single segment: 1-byte content size */
+	if (checksum)
+		*checksum = (d >> 2) & 1;
+	return n;
+}
+
+/* Bytes a truncated zstd frame needs at least: walks the block headers present. */
+static uint64_t zneed(const uint8_t *p, size_t avail)
+{
+	bool ck = false;
+	size_t hs = zhdr_size(p, avail, &ck);
+	uint64_t off;
+
+	if (!hs)
+		return 18; /* largest frame header */
+	if (hs > avail)
+		return hs;
+	off = hs;
+	for (;;) {
+		uint32_t bh, type, bsize;
+
+		if (off + 3 > avail)
+			return off + 3;
+		bh = p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16;
+		type = (bh >> 1) & 3;
+		bsize = bh >> 3;
+		off += 3 + (type == 1 ? 1 : bsize);
+		if (off > avail)
+			return off + ((bh & 1) && ck ? 4 : 0);
+		if (bh & 1)
+			return off + (ck ? 4 : 0);
+	}
+}
+
+/* Is there a complete, plausible frame at pos? Sets its size. */
+static bool frame_at(const struct reel_reader *r, uint64_t pos, uint64_t *fsz)
+{
+	const uint8_t *p = r->base + pos;
+	uint64_t avail = r->size - pos;
+	uint32_t m;
+
+	if (avail < 8)
+		return false;
+	m = rd32(p);
+	if (reel_is_skippable(m)) {
+		uint64_t len = rd32(p + 4);
+
+		if (len > avail - 8)
+			return false;
+		*fsz = 8 + len;
+		return true;
+	}
+	if (m == REEL_ZSTD_MAGIC) {
+		size_t n = ZSTD_findFrameCompressedSize(p, avail);
+		unsigned long long cs;
+
+		if (ZSTD_isError(n))
+			return false;
+		cs = ZSTD_getFrameContentSize(p, avail);
+		if (cs == ZSTD_CONTENTSIZE_UNKNOWN || cs == ZSTD_CONTENTSIZE_ERROR ||
+		    cs > REEL_MAX_BLOCK_RAW)
+			return false;
+		*fsz = n;
+		return true;
+	}
+	return false;
+}
+
+/* Next offset >= from where a valid frame starts, or the file size. */
+static uint64_t resync(const struct reel_reader *r, uint64_t from)
+{
+	for (uint64_t i = from; i + 8 <= r->size; i++) {
+		const uint8_t *p = r->base + i;
+		uint64_t fsz;
+
+		if (!((p[0] == 0x28 && p[1] == 0xB5) || (p[1] == 0x2A && p[2] == 0x4D)))
+			continue;
+		if (frame_at(r, i, &fsz))
+			return i;
+	}
+	return r->size;
+}
+
+/* ---- frame list ---- */
+
+static struct rframe *push(struct reel_reader *r, uint8_t kind, uint64_t off, uint64_t size)
+{
+	struct rframe *f;
+
+	if (r->nframes == r->frames_cap) {
+		size_t cap = r->frames_cap ? r->frames_cap * 2 : 64;
+		struct rframe *n = realloc(r->frames, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		r->frames = n;
+		r->frames_cap = cap;
+	}
+	f = &r->frames[r->nframes++];
+	memset(f, 0, sizeof(*f));
+	f->kind = kind;
+	f->off = off;
+	f->size = size;
+	f->block = UINT32_MAX;
+	return f;
+}
+
+static int walk(struct reel_reader *r, uint64_t pos)
+{
+	uint32_t block = 0;
+
+	while (pos < r->size) {
+		const uint8_t *p = r->base + pos;
+		uint64_t avail = r->size - pos, fsz, q;
+		struct rframe *f;
+		uint32_t m;
+
+		if (avail < 4) {
+			f = push(r, FK_TRUNC, pos, avail);
+			if (!f)
+				return -ENOMEM;
+			f->need = 4;
+			break;
+		}
+		m = rd32(p);
+		if (reel_is_skippable(m)) {
+			uint8_t kind = m == REEL_INDEX_MAGIC  ? FK_INDEX
+				       : m == REEL_SEEK_MAGIC ? FK_SEEK
+							      : FK_SKIP;
+
+			fsz = avail >= 8 ? 8 + (uint64_t)rd32(p + 4) : 8;
+			if (fsz <= avail) {
+				f = push(r, kind, pos, fsz);
+				if (!f)
+					return -ENOMEM;
+				f->magic = m;
+				pos += fsz;
+				continue;
+			}
+			q = resync(r, pos + 1);
+			f = push(r, q < r->size ? FK_BAD : FK_TRUNC, pos, q - pos);
+			if (!f)
+				return -ENOMEM;
+			f->magic = m;
+			f->need = fsz;
+			f->why = WHY_SKIP_LEN;
+			pos = q;
+			continue;
+		}
+		if (m == REEL_ZSTD_MAGIC) {
+			size_t n = ZSTD_findFrameCompressedSize(p, avail);
+
+			if (!ZSTD_isError(n)) {
+				f = push(r, FK_DATA, pos, n);
+				if (!f)
+					return -ENOMEM;
+				f->block = block++;
+				pos += n;
+				continue;
+			}
+			q = resync(r, pos + 1);
+			f = push(r, q < r->size ? FK_BAD : FK_TRUNC, pos, q - pos);
+			if (!f)
+				return -ENOMEM;
+			f->magic = m;
+			f->block = block++;
+			f->why = WHY_ZSTD;
+			f->zerr = n;
+			f->need = zneed(p, avail);
+			pos = q;
+			continue;
+		}
+		q = resync(r, pos + 1);
+		f = push(r, FK_BAD, pos, q - pos);
+		if (!f)
+			return -ENOMEM;
+		f->magic = m;
+		f->why = WHY_MAGIC;
+		pos = q;
+	}
+	return 0;
+}
+
+/* Builds the frame list from the seek table; false if the footer is absent
+ * or disagrees with the file (then the caller walks). */
+static bool from_footer(struct reel_reader *r, uint64_t hdr_end)
+{
+	const uint8_t *b = r->base;
+	uint64_t n, esz, stlen, st_off, off, sum = 0;
+	uint32_t block = 0;
+	uint8_t desc;
+
+	if (r->size < hdr_end + 8 + REEL_SEEK_FOOTER_SIZE)
+		return false;
+	if (rd32(b + r->size - 4) != REEL_SEEKABLE_FOOTER_MAGIC)
+		return false;
+	n = rd32(b + r->size - 9);
+	desc = b[r->size - 5];
+	if (desc & 0x7c)
+		return false;
+	esz = (desc & 0x80) ? 12 : 8;
+	if (n < 1 || n > (r->size / esz))
+		return false;
+	stlen = 8 + n * esz + REEL_SEEK_FOOTER_SIZE;
+	if (stlen > r->size)
+		return false;
+	st_off = r->size - stlen;
+	if (rd32(b + st_off) != REEL_SEEK_MAGIC || rd32(b + st_off + 4) != stlen - 8)
+		return false;
+	for (uint64_t i = 0; i < n; i++)
+		sum += rd32(b + st_off + 8 + i * esz);
+	if (sum != st_off)
+		return false;
+	off = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t comp = rd32(b + st_off + 8 + i * esz);
+		uint32_t raw = rd32(b + st_off + 8 + i * esz + 4);
+		struct rframe *f;
+
+		if (i == 0) {
+			/* the header frame, as open() parsed it */
+			if (off != 0 || comp != hdr_end || raw)
+				goto bad;
+			f = push(r, FK_HEADER, 0, comp);
+		} else if (raw) {
+			if (comp < 8 || raw > REEL_MAX_BLOCK_RAW)
+				goto bad;
+			f = push(r, FK_DATA, off, comp);
+			if (f) {
+				f->block = block++;
+				f->raw = raw;
+			}
+		} else {
+			uint32_t m;
+
+			if (comp < 8)
+				goto bad;
+			m = rd32(b + off);
+			if (!reel_is_skippable(m) || rd32(b + off + 4) != comp - 8)
+				goto bad;
+			f = push(r,
+				 m == REEL_INDEX_MAGIC	? FK_INDEX
+				 : m == REEL_SEEK_MAGIC ? FK_SEEK
+							: FK_SKIP,
+				 off, comp);
+			if (f)
+				f->magic = m;
+		}
+		if (!f)
+			goto bad;
+		off += comp;
+	}
+	if (!push(r, FK_SEEK, st_off, stlen))
+		goto bad;
+	r->frames[r->nframes - 1].magic = REEL_SEEK_MAGIC;
+	r->frames[r->nframes - 1].status = ST_OK;
+	return true;
+bad:
+	r->nframes = 0;
+	return false;
+}
+
+/* ---- index frame ---- */
+
+static void free_index(struct reel_reader *r)
+{
+	free(r->blocks);
+	free(r->blk_frame);
+	free(r->blk_cpu_start);
+	free(r->blk_cpu_n);
+	free(r->cpus);
+	r->blocks = NULL;
+	r->blk_frame = NULL;
+	r->blk_cpu_start = NULL;
+	r->blk_cpu_n = NULL;
+	r->cpus = NULL;
+	r->nblk = 0;
+	r->ncpus = 0;
+	r->blocks_loaded = false;
+}
+
+static int alloc_index(struct reel_reader *r, size_t nblk, size_t ncpus)
+{
+	r->blocks = calloc(nblk ? nblk : 1, sizeof(*r->blocks));
+	r->blk_frame = calloc(nblk ? nblk : 1, sizeof(*r->blk_frame));
+	r->blk_cpu_start = calloc(nblk ? nblk : 1, sizeof(*r->blk_cpu_start));
+	r->blk_cpu_n = calloc(nblk ? nblk : 1, sizeof(*r->blk_cpu_n));
+	r->cpus = calloc(ncpus ? ncpus : 1, sizeof(*r->cpus));
+	if (!r->blocks || !r->blk_frame || !r->blk_cpu_start || !r->blk_cpu_n || !r->cpus) {
+		free_index(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Validates the index frame `f` against the data frames listed before it and
+ * loads it when `load`. Returns 0 or -REEL_ERR_* with a message in err. */
+static int check_index(struct reel_reader *r, size_t fi, bool load, char *err, size_t errlen)
+{
+	const struct rframe *f = &r->frames[fi];
+	const uint8_t *p = r->base + f->off + 8;
+	uint64_t len = f->size - 8, o, ncpus = 0;
+	uint32_t nblk, k = 0;
+	size_t ndata = 0;
+	int rc;
+
+	if (len < 16 + 4 || memcmp(p, REEL_IDX_SIG, 4)) {
+		snprintf(err, errlen, "index at offset %llu: no \"RIDX\" signature",
+			 (unsigned long long)f->off);
+		return -REEL_ERR_CORRUPT;
+	}
+	if (rd16(p + 4) != REEL_FORMAT_MAJOR) {
+		snprintf(err, errlen, "index at offset %llu: version %u, expected %u",
+			 (unsigned long long)f->off, rd16(p + 4), REEL_FORMAT_MAJOR);
+		return -REEL_ERR_VERSION;
+	}
+	if (rd32(p + len - 4) != reel_crc32(0, p, len - 4)) {
+		snprintf(err, errlen,
+			 "index at offset %llu: checksum mismatch (stored 0x%08x, computed 0x%08x)",
+			 (unsigned long long)f->off, rd32(p + len - 4), reel_crc32(0, p, len - 4));
+		return -REEL_ERR_CHECKSUM;
+	}
+	nblk = rd32(p + 8);
+	for (size_t i = 0; i < fi; i++)
+		ndata += r->frames[i].kind == FK_DATA;
+	if (nblk != ndata) {
+		snprintf(err, errlen,
+			 "index at offset %llu: %u blocks listed, %zu data frames in the file",
+			 (unsigned long long)f->off, nblk, ndata);
+		return -REEL_ERR_CORRUPT;
+	}
+	o = 16;
+	for (uint32_t i = 0; i < nblk; i++) {
+		uint32_t nc;
+
+		if (len - 4 - o < REEL_IDX_ENTRY_FIXED)
+			goto short_;
+		nc = rd32(p + o + 36);
+		if (nc > REEL_MAX_INDEX_CPUS + 2 || (len - 4 - o - REEL_IDX_ENTRY_FIXED) / 8 < nc)
+			goto short_;
+		ncpus += nc;
+		o += REEL_IDX_ENTRY_FIXED + (uint64_t)nc * 8;
+	}
+	if (o != len - 4)
+		goto short_;
+	if (load) {
+		rc = alloc_index(r, nblk, ncpus);
+		if (rc)
+			return rc;
+	}
+	o = 16;
+	ncpus = 0;
+	for (size_t i = 0; i < fi; i++) {
+		const struct rframe *d = &r->frames[i];
+		uint64_t off;
+		uint32_t comp, raw, nc;
+
+		if (d->kind != FK_DATA)
+			continue;
+		off = rd64(p + o);
+		comp = rd32(p + o + 8);
+		raw = rd32(p + o + 12);
+		nc = rd32(p + o + 36);
+		if (off != d->off || comp != d->size || (d->raw && raw != d->raw)) {
+			snprintf(err, errlen,
+				 "index at offset %llu: block %u listed at %llu size %u, file has "
+				 "%llu size %llu",
+				 (unsigned long long)f->off, k, (unsigned long long)off, comp,
+				 (unsigned long long)d->off, (unsigned long long)d->size);
+			if (load)
+				free_index(r);
+			return -REEL_ERR_CORRUPT;
+		}
+		if (load) {
+			struct reel_block_info *bi = &r->blocks[k];
+
+			bi->offset = off;
+			bi->comp_size = comp;
+			bi->raw_size = raw;
+			bi->ts_min = rd64(p + o + 16);
+			bi->ts_max = rd64(p + o + 24);
+			bi->records = rd32(p + o + 32);
+			memcpy(bi->type_counts, p + o + 40, sizeof(bi->type_counts));
+			r->blk_frame[k] = (uint32_t)i;
+			r->blk_cpu_start[k] = ncpus;
+			r->blk_cpu_n[k] = nc;
+			for (uint32_t c = 0; c < nc; c++) {
+				r->cpus[ncpus + c].cpu = rd32(p + o + REEL_IDX_ENTRY_FIXED + c * 8);
+				r->cpus[ncpus + c].count =
+					rd32(p + o + REEL_IDX_ENTRY_FIXED + c * 8 + 4);
+			}
+		}
+		ncpus += nc;
+		o += REEL_IDX_ENTRY_FIXED + (uint64_t)nc * 8;
+		k++;
+	}
+	if (load) {
+		r->nblk = nblk;
+		r->blocks_loaded = true;
+	}
+	return 0;
+short_:
+	snprintf(err, errlen,
+		 "index at offset %llu: entries do not fill the frame (%llu of %llu bytes)",
+		 (unsigned long long)f->off, (unsigned long long)o, (unsigned long long)len);
+	return -REEL_ERR_CORRUPT;
+}
+
+/* ---- blocks ---- */
+
+/* Decodes data frame f into *buf and validates every record header. */
+static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **buf, size_t *cap,
+		      size_t *out_len, struct reel_blkstat *st, char *err, size_t errlen)
+{
+	const uint8_t *p = r->base + f->off;
+	unsigned long long cs;
+	size_t n, off = 0;
+	uint32_t recno = 0;
+	bool ck = false;
+
+#define BLKERR(code, ...)                                                                          \
+	do {                                                                                       \
+		int _o = snprintf(err, errlen, "block %u at offset %llu: ", f->block,              \
+				  (unsigned long long)f->off);                                     \
+		if (_o > 0 && (size_t)_o < errlen)                                                 \
+			snprintf(err + _o, errlen - (size_t)_o, __VA_ARGS__);                      \
+		return code;                                                                       \
+	} while (0)
+
+	if (f->size < 4 || rd32(p) != REEL_ZSTD_MAGIC)
+		BLKERR(-REEL_ERR_CORRUPT, "not a zstd frame (magic 0x%08x)",
+		       f->size >= 4 ? rd32(p) : 0);
+	n = ZSTD_findFrameCompressedSize(p, f->size);
+	if (ZSTD_isError(n))
+		BLKERR(-REEL_ERR_CORRUPT, "bad frame structure: %s", ZSTD_getErrorName(n));
+	if (n != f->size)
+		BLKERR(-REEL_ERR_CORRUPT, "frame is %zu bytes, seek table says %llu", n,
+		       (unsigned long long)f->size);
+	cs = ZSTD_getFrameContentSize(p, f->size);
+	if (cs == ZSTD_CONTENTSIZE_UNKNOWN || cs == ZSTD_CONTENTSIZE_ERROR)
+		BLKERR(-REEL_ERR_CORRUPT, "frame header declares no content size");
+	if (cs > REEL_MAX_BLOCK_RAW)
+		BLKERR(-REEL_ERR_CORRUPT, "declared content size %llu > limit %u", cs,
+		       REEL_MAX_BLOCK_RAW);
+	if (cs % 8)
+		BLKERR(-REEL_ERR_CORRUPT, "content size %llu is not a multiple of 8", cs);
+	if (f->raw && cs != f->raw)
+		BLKERR(-REEL_ERR_CORRUPT, "content size %llu, seek table says %u", cs, f->raw);
+	zhdr_size(p, f->size, &ck);
+	if (!ck)
+		BLKERR(-REEL_ERR_CORRUPT, "frame has no content checksum");
+	if (cs > *cap) {
+		size_t nc = *cap ? *cap : 65536;
+		uint8_t *nb;
+
+		while (nc < cs)
+			nc *= 2;
+		nb = realloc(*buf, nc);
+		if (!nb)
+			BLKERR(-ENOMEM, "out of memory for %llu bytes", cs);
+		*buf = nb;
+		*cap = nc;
+	}
+	n = ZSTD_decompressDCtx(r->dctx, *buf, cs ? cs : *cap, p, f->size);
+	if (ZSTD_isError(n)) {
+		if (ZSTD_getErrorCode(n) == ZSTD_error_checksum_wrong)
+			BLKERR(-REEL_ERR_CHECKSUM, "checksum mismatch");
+		BLKERR(-REEL_ERR_CORRUPT, "decompression failed: %s", ZSTD_getErrorName(n));
+	}
+	if (n != cs)
+		BLKERR(-REEL_ERR_CORRUPT, "decompressed %zu bytes, header declares %llu", n, cs);
+	if (st)
+		reel_blkstat_reset(st);
+	while (off < cs) {
+		const uint8_t *h = *buf + off;
+		uint32_t len;
+		uint64_t recsz;
+
+		if (cs - off < REEL_REC_HDR_SIZE)
+			BLKERR(-REEL_ERR_CORRUPT,
+			       "record %u at byte %zu: %llu bytes left, header needs %u", recno,
+			       off, cs - off, REEL_REC_HDR_SIZE);
+		len = rd32(h + 4);
+		if (len > REEL_REC_MAX_PAYLOAD)
+			BLKERR(-REEL_ERR_CORRUPT,
+			       "record %u at byte %zu: payload length %u > max %u", recno, off, len,
+			       REEL_REC_MAX_PAYLOAD);
+		recsz = REEL_REC_HDR_SIZE + (uint64_t)reel_pad8(len);
+		if (recsz > cs - off)
+			BLKERR(-REEL_ERR_CORRUPT,
+			       "record %u at byte %zu: length %u past block end (%llu bytes left)",
+			       recno, off, len, cs - off - REEL_REC_HDR_SIZE);
+		if (st)
+			reel_blkstat_add(st, rd16(h), rd32(h + 8), rd64(h + 16));
+		off += recsz;
+		recno++;
+	}
+	*out_len = cs;
+	return 0;
+#undef BLKERR
+}
+
+static void frame_msg(const struct rframe *f, char *err, size_t errlen)
+{
+	unsigned long long off = f->off;
+	char where[64];
+
+	if (f->block != UINT32_MAX)
+		snprintf(where, sizeof(where), "block %u at offset %llu", f->block, off);
+	else if (f->magic == REEL_INDEX_MAGIC)
+		snprintf(where, sizeof(where), "index at offset %llu", off);
+	else if (f->magic == REEL_SEEK_MAGIC)
+		snprintf(where, sizeof(where), "seek table at offset %llu", off);
+	else if (reel_is_skippable(f->magic))
+		snprintf(where, sizeof(where), "skippable frame at offset %llu", off);
+	else
+		snprintf(where, sizeof(where), "offset %llu", off);
+
+	if (f->kind == FK_TRUNC) {
+		if (f->size < 4)
+			snprintf(err, errlen, "%s: frame truncated, %llu trailing bytes", where,
+				 (unsigned long long)f->size);
+		else
+			snprintf(err, errlen,
+				 "%s: frame truncated, needs %s%llu bytes, %llu present", where,
+				 f->why == WHY_ZSTD ? "at least " : "", (unsigned long long)f->need,
+				 (unsigned long long)f->size);
+		return;
+	}
+	switch (f->why) {
+	case WHY_SKIP_LEN:
+		snprintf(err, errlen,
+			 "%s: frame length %llu runs past the file end, %llu bytes skipped to the "
+			 "next frame",
+			 where, (unsigned long long)(f->need - 8), (unsigned long long)f->size);
+		break;
+	case WHY_ZSTD:
+		snprintf(err, errlen, "%s: bad frame (%s), %llu bytes skipped to the next frame",
+			 where, ZSTD_getErrorName(f->zerr), (unsigned long long)f->size);
+		break;
+	default:
+		snprintf(err, errlen,
+			 "%s: no frame magic (0x%08x), %llu bytes skipped to the next frame", where,
+			 f->magic, (unsigned long long)f->size);
+	}
+}
+
+/* Checks a seek table met while walking (footer not trusted) against the frames before it. */
+static int check_seek(const struct reel_reader *r, size_t fi, char *err, size_t errlen)
+{
+	const struct rframe *f = &r->frames[fi];
+	const uint8_t *p = r->base + f->off;
+	uint64_t n;
+
+	if (f->size < 8 + REEL_SEEK_FOOTER_SIZE ||
+	    rd32(p + f->size - 4) != REEL_SEEKABLE_FOOTER_MAGIC) {
+		snprintf(err, errlen, "seek table at offset %llu: no seekable footer",
+			 (unsigned long long)f->off);
+		return -REEL_ERR_CORRUPT;
+	}
+	n = rd32(p + f->size - 9);
+	if (n != fi || f->size != 8 + n * 8 + REEL_SEEK_FOOTER_SIZE) {
+		snprintf(err, errlen,
+			 "seek table at offset %llu: lists %llu frames, %zu precede it",
+			 (unsigned long long)f->off, (unsigned long long)n, fi);
+		return -REEL_ERR_CORRUPT;
+	}
+	for (size_t i = 0; i < fi; i++) {
+		if (rd32(p + 8 + i * 8) != r->frames[i].size) {
+			snprintf(err, errlen,
+				 "seek table at offset %llu: frame %zu size %u, file has %llu",
+				 (unsigned long long)f->off, i, rd32(p + 8 + i * 8),
+				 (unsigned long long)r->frames[i].size);
+			return -REEL_ERR_CORRUPT;
+		}
+	}
+	if (f->off + f->size != r->size) {
+		snprintf(err, errlen, "seek table at offset %llu: not at the end of the file",
+			 (unsigned long long)f->off);
+		return -REEL_ERR_CORRUPT;
+	}
+	return 0;
+}
+
+int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
+{
+	if (!r || !rec)
+		return -EINVAL;
+	for (;;) {
+		struct rframe *f;
+		int rc;
+
+		while (r->roff < r->blen) {
+			const uint8_t *h = r->buf + r->roff;
+			uint16_t type = rd16(h);
+			uint32_t len = rd32(h + 4);
+
+			r->roff += REEL_REC_HDR_SIZE + reel_pad8(len);
+			if ((type == 0 || type > REEL_REC_MAX_KNOWN) && !r->o.keep_unknown)
+				continue;
+			rec->type = type;
+			rec->flags = rd16(h + 2);
+			rec->cpu = rd32(h + 8);
+			rec->ts_ns = rd64(h + 16);
+			rec->data = h + REEL_REC_HDR_SIZE;
+			rec->len = len;
+			rec->block = r->cur_block;
+			rec->file_idx = 0;
+			return 1;
+		}
+		r->roff = r->blen = 0;
+		if (r->hdr_err && !r->hdr_reported) {
+			r->hdr_reported = true;
+			snprintf(r->errmsg, sizeof(r->errmsg), "%s", r->hdr_msg);
+			return r->hdr_err;
+		}
+		if (r->fi >= r->nframes)
+			return 0;
+		f = &r->frames[r->fi++];
+		switch (f->kind) {
+		case FK_DATA: {
+			size_t len = 0;
+
+			rc = load_block(r, f, &r->buf, &r->bufcap, &len, NULL, r->errmsg,
+					sizeof(r->errmsg));
+			if (rc) {
+				f->status = ST_BAD;
+				return rc;
+			}
+			f->status = ST_OK;
+			f->raw = (uint32_t)len;
+			r->blen = len;
+			r->cur_block = f->block;
+			break;
+		}
+		case FK_INDEX:
+			if (f->status)
+				break;
+			rc = check_index(r, (size_t)(f - r->frames), false, r->errmsg,
+					 sizeof(r->errmsg));
+			f->status = rc ? ST_BAD : ST_OK;
+			if (rc)
+				return rc;
+			break;
+		case FK_SEEK:
+			if (f->status)
+				break;
+			rc = check_seek(r, (size_t)(f - r->frames), r->errmsg, sizeof(r->errmsg));
+			f->status = rc ? ST_BAD : ST_OK;
+			if (rc)
+				return rc;
+			break;
+		case FK_BAD:
+			f->status = ST_BAD;
+			frame_msg(f, r->errmsg, sizeof(r->errmsg));
+			return -REEL_ERR_CORRUPT;
+		case FK_TRUNC:
+			f->status = ST_BAD;
+			frame_msg(f, r->errmsg, sizeof(r->errmsg));
+			return -REEL_ERR_TRUNCATED;
+		default:
+			break;
+		}
+	}
+}
+
+/* Rebuilds the block index by decoding every data frame. */
+static int scan_index(struct reel_reader *r)
+{
+	struct reel_blkstat st = {0};
+	uint8_t *buf = NULL;
+	size_t cap = 0, ndata = 0, ncpus = 0, k = 0, cpu_cap = 0;
+	char err[256];
+	int rc = 0;
+
+	for (size_t i = 0; i < r->nframes; i++)
+		ndata += r->frames[i].kind == FK_DATA;
+	rc = alloc_index(r, ndata, 0);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < r->nframes; i++) {
+		struct rframe *f = &r->frames[i];
+		struct reel_block_info *bi;
+		size_t len = 0;
+		uint32_t nc;
+
+		if (f->kind != FK_DATA)
+			continue;
+		rc = load_block(r, f, &buf, &cap, &len, &st, err, sizeof(err));
+		if (rc == -ENOMEM)
+			goto out;
+		if (rc) {
+			f->status = ST_BAD;
+			rc = 0;
+			continue;
+		}
+		f->status = ST_OK;
+		f->raw = (uint32_t)len;
+		bi = &r->blocks[k];
+		bi->offset = f->off;
+		bi->comp_size = (uint32_t)f->size;
+		bi->raw_size = (uint32_t)len;
+		bi->ts_min = st.records ? st.ts_min : UINT64_MAX;
+		bi->ts_max = st.ts_max;
+		bi->records = st.records;
+		memcpy(bi->type_counts, st.type_counts, sizeof(bi->type_counts));
+		nc = reel_blkstat_ncpu(&st);
+		if (ncpus + nc > cpu_cap) {
+			size_t nc2 = cpu_cap ? cpu_cap : 256;
+			struct reel_cpu_count *n;
+
+			while (nc2 < ncpus + nc)
+				nc2 *= 2;
+			n = realloc(r->cpus, nc2 * sizeof(*n));
+			if (!n) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			r->cpus = n;
+			cpu_cap = nc2;
+		}
+		reel_blkstat_put_cpus(&st, (uint8_t *)(r->cpus + ncpus));
+		r->blk_frame[k] = (uint32_t)i;
+		r->blk_cpu_start[k] = ncpus;
+		r->blk_cpu_n[k] = nc;
+		ncpus += nc;
+		k++;
+	}
+	r->nblk = k;
+	r->ncpus = ncpus;
+	r->blocks_loaded = true;
+out:
+	if (rc)
+		free_index(r);
+	free(buf);
+	reel_blkstat_free(&st);
+	return rc;
+}
+
+int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **out)
+{
+	int rc;
+
+	if (!r)
+		return -EINVAL;
+	if (!r->blocks_loaded && !r->o.no_index) {
+		/* an index frame that agrees with the frames before it (file cut after it) */
+		for (size_t i = r->nframes; i-- > 0;) {
+			char err[256];
+
+			if (r->frames[i].kind != FK_INDEX)
+				continue;
+			if (!check_index(r, i, true, err, sizeof(err))) {
+				/* blocks after this index would be missing from it */
+				for (size_t j = i + 1; j < r->nframes; j++)
+					if (r->frames[j].kind == FK_DATA)
+						free_index(r);
+			}
+			break;
+		}
+	}
+	if (!r->blocks_loaded) {
+		rc = scan_index(r);
+		if (rc)
+			return rc;
+	}
+	if (out)
+		*out = r->blocks;
+	return (int)r->nblk;
+}
+
+int reel_reader__block_cpus(struct reel_reader *r, int i, const struct reel_cpu_count **out)
+{
+	int n = reel_reader__blocks(r, NULL);
+
+	if (n < 0)
+		return n;
+	if (i < 0 || i >= n)
+		return -ERANGE;
+	if (out)
+		*out = r->cpus + r->blk_cpu_start[i];
+	return (int)r->blk_cpu_n[i];
+}
+
+int reel_reader__seek_time(struct reel_reader *r, uint64_t ts_ns)
+{
+	int n = reel_reader__blocks(r, NULL);
+
+	if (n < 0)
+		return n;
+	r->roff = r->blen = 0;
+	r->hdr_reported = true;
+	for (int i = 0; i < n; i++) {
+		const struct reel_block_info *b = &r->blocks[i];
+
+		if (b->records && b->ts_min <= b->ts_max && b->ts_max >= ts_ns) {
+			r->fi = r->blk_frame[i];
+			return 0;
+		}
+	}
+	r->fi = r->nframes;
+	return 0;
+}
+
+int reel_reader__rewind(struct reel_reader *r)
+{
+	if (!r)
+		return -EINVAL;
+	r->fi = 0;
+	r->roff = r->blen = 0;
+	r->hdr_reported = false;
+	return 0;
+}
+
+const char *reel_reader__errmsg(const struct reel_reader *r)
+{
+	return r ? r->errmsg : "";
+}
+
+const struct reel_header *reel_reader__header(const struct reel_reader *r)
+{
+	return r ? &r->hdr : NULL;
+}
+
+void reel_reader__stats(const struct reel_reader *r, struct reel_reader_stats *st)
+{
+	uint64_t end = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (!r)
+		return;
+	st->file_size = r->size;
+	st->clean_close = r->clean_close;
+	for (size_t i = 0; i < r->nframes; i++) {
+		const struct rframe *f = &r->frames[i];
+
+		if (f->kind == FK_TRUNC) {
+			st->truncated = true;
+		} else if (f->kind != FK_BAD) {
+			end = f->off + f->size;
+		}
+		if (f->kind == FK_DATA && f->status == ST_OK) {
+			st->blocks_ok++;
+			st->bytes_raw += f->raw;
+			st->bytes_comp += f->size;
+		} else if (f->block != UINT32_MAX && f->status == ST_BAD) {
+			st->blocks_bad++;
+		}
+	}
+	if (!r->nframes)
+		end = r->hdr_end;
+	st->trailing_bytes = r->size > end ? r->size - end : 0;
+}
+
+/* ---- open / close ---- */
+
+static int open_common(struct reel_reader *r, char *err, size_t errlen)
+{
+	static const uint8_t hmagic[4] = {0x5A, 0x2A, 0x4D, 0x18};
+	const uint8_t *b = r->base;
+	uint64_t hlen;
+	int rc;
+
+	if (r->size < 8) {
+		size_t n = r->size < 4 ? r->size : 4;
+
+		if (!memcmp(b, hmagic, n)) {
+			snprintf(err, errlen, "offset 0: file header truncated, %zu bytes present",
+				 r->size);
+			return -REEL_ERR_TRUNCATED;
+		}
+		snprintf(err, errlen, "offset 0: not a reel file (%zu bytes)", r->size);
+		return -REEL_ERR_MAGIC;
+	}
+	if (rd32(b) != REEL_HEADER_MAGIC) {
+		snprintf(err, errlen, "offset 0: not a reel file (magic 0x%08x%s)", rd32(b),
+			 rd32(b) == REEL_ZSTD_MAGIC ? ", a plain zstd stream" : "");
+		return -REEL_ERR_MAGIC;
+	}
+	hlen = rd32(b + 4);
+	if (hlen > REEL_MAX_HEADER || 8 + hlen > r->size) {
+		uint64_t q = resync(r, 16);
+
+		if (q >= r->size || hlen < 8 || 16 > r->size) {
+			if (hlen > REEL_MAX_HEADER) {
+				snprintf(err, errlen, "offset 0: header length %llu > limit %u",
+					 (unsigned long long)hlen, REEL_MAX_HEADER);
+				return -REEL_ERR_CORRUPT;
+			}
+			snprintf(err, errlen,
+				 "offset 0: file header truncated, needs %llu bytes, %zu present",
+				 (unsigned long long)(8 + hlen), r->size);
+			return -REEL_ERR_TRUNCATED;
+		}
+		/* a damaged length: keep what the header says, read on from the next frame */
+		rc = reel_header_parse(b + 8, q - 8, &r->hdr, r->hdr_msg, sizeof(r->hdr_msg));
+		if (rc == -REEL_ERR_MAGIC || rc == -REEL_ERR_VERSION) {
+			snprintf(err, errlen, "%s", r->hdr_msg);
+			return rc;
+		}
+		r->hdr_err = -REEL_ERR_CORRUPT;
+		snprintf(r->hdr_msg, sizeof(r->hdr_msg),
+			 "header at offset 0: length %llu runs past the next frame at %llu",
+			 (unsigned long long)hlen, (unsigned long long)q);
+		r->hdr_end = q;
+		if (!push(r, FK_HEADER, 0, q))
+			return -ENOMEM;
+		return walk(r, q);
+	}
+	rc = reel_header_parse(b + 8, hlen, &r->hdr, r->hdr_msg, sizeof(r->hdr_msg));
+	if (rc == -REEL_ERR_MAGIC || rc == -REEL_ERR_VERSION) {
+		snprintf(err, errlen, "%s", r->hdr_msg);
+		return rc;
+	}
+	r->hdr_err = rc;
+	r->hdr_end = 8 + hlen;
+	if (from_footer(r, r->hdr_end)) {
+		/* the index is the frame before the seek table */
+		if (!r->o.no_index && r->nframes >= 2 &&
+		    r->frames[r->nframes - 2].kind == FK_INDEX) {
+			char ie[256];
+
+			if (!check_index(r, r->nframes - 2, true, ie, sizeof(ie))) {
+				r->frames[r->nframes - 2].status = ST_OK;
+				r->clean_close = true;
+			}
+		}
+		return 0;
+	}
+	if (!push(r, FK_HEADER, 0, r->hdr_end))
+		return -ENOMEM;
+	return walk(r, r->hdr_end);
+}
+
+static struct reel_reader *reader_new(const struct reel_reader_opts *opts, int *err)
+{
+	struct reel_reader *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (opts) {
+		if (opts->sz < sizeof(size_t)) {
+			free(r);
+			*err = -EINVAL;
+			return NULL;
+		}
+		memcpy(&r->o, opts, opts->sz < sizeof(r->o) ? opts->sz : sizeof(r->o));
+	}
+	r->o.sz = sizeof(r->o);
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx) {
+		free(r);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return r;
+}
+
+static int map_file(struct reel_reader *r, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (m != MAP_FAILED) {
+			r->map = m;
+			r->maplen = (size_t)st.st_size;
+			r->base = m;
+			r->size = (size_t)st.st_size;
+			goto out;
+		}
+	}
+	/* not mappable (pipe, empty, special file): read it all */
+	{
+		size_t cap = 65536, len = 0;
+		uint8_t *buf = malloc(cap);
+
+		for (;;) {
+			ssize_t n;
+
+			if (!buf) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			if (len == cap) {
+				uint8_t *nb = realloc(buf, cap * 2);
+
+				if (!nb) {
+					free(buf);
+					rc = -ENOMEM;
+					goto out;
+				}
+				buf = nb;
+				cap *= 2;
+			}
+			n = read(fd, buf + len, cap - len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				rc = -errno;
+				free(buf);
+				goto out;
+			}
+			if (n == 0)
+				break;
+			len += (size_t)n;
+		}
+		r->owned = buf;
+		r->base = buf;
+		r->size = len;
+	}
+out:
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+	close(fd);
+	return rc;
+}
+
+int reel_reader__open2(const char *path, const void *buf, size_t len,
+		       const struct reel_reader_opts *opts, struct reel_reader **out, char *errbuf,
+		       size_t errlen)
+{
+	char tmp[256];
+	struct reel_reader *r;
+	int rc = 0;
+
+	if (!errbuf || !errlen) {
+		errbuf = tmp;
+		errlen = sizeof(tmp);
+	}
+	errbuf[0] = 0;
+	if (!out || (!path && !buf && len)) {
+		snprintf(errbuf, errlen, "invalid arguments");
+		return -EINVAL;
+	}
+	r = reader_new(opts, &rc);
+	if (!r) {
+		snprintf(errbuf, errlen, "%s", reel_strerror(rc));
+		return rc;
+	}
+	if (path) {
+		rc = map_file(r, path, errbuf, errlen);
+	} else {
+		static const uint8_t empty;
+
+		r->base = buf ? buf : &empty;
+		r->size = len;
+	}
+	if (!rc)
+		rc = open_common(r, errbuf, errlen);
+	if (rc) {
+		if (rc == -ENOMEM && !errbuf[0])
+			snprintf(errbuf, errlen, "out of memory");
+		reel_reader__close(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+static struct reel_reader *open_errno(int rc, const char *msg)
+{
+	reel_pr(REEL_DEBUG, "reel reader: %s\n", msg);
+	errno = rc <= -4000 ? EBADMSG : -rc;
+	return NULL;
+}
+
+struct reel_reader *reel_reader__open(const char *path, const struct reel_reader_opts *opts)
+{
+	struct reel_reader *r = NULL;
+	char msg[256];
+	int rc;
+
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = reel_reader__open2(path, NULL, 0, opts, &r, msg, sizeof(msg));
+	return rc ? open_errno(rc, msg) : r;
+}
+
+struct reel_reader *reel_reader__open_mem(const void *buf, size_t len,
+					  const struct reel_reader_opts *opts)
+{
+	struct reel_reader *r = NULL;
+	char msg[256];
+	int rc = reel_reader__open2(NULL, buf, len, opts, &r, msg, sizeof(msg));
+
+	return rc ? open_errno(rc, msg) : r;
+}
+
+void reel_reader__close(struct reel_reader *r)
+{
+	if (!r)
+		return;
+	if (r->map)
+		munmap(r->map, r->maplen);
+	free(r->owned);
+	free(r->frames);
+	free(r->buf);
+	free_index(r);
+	ZSTD_freeDCtx(r->dctx);
+	free(r);
+}

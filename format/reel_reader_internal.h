@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Reader object layout, shared by reel_reader.c and reel_merge.c. */
+#ifndef REEL_READER_INTERNAL_H
+#define REEL_READER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reel_format.h"
+
+struct ZSTD_DCtx_s;
+
+enum { FK_HEADER, FK_DATA, FK_INDEX, FK_SEEK, FK_SKIP, FK_BAD, FK_TRUNC };
+enum { ST_UNSEEN, ST_OK, ST_BAD };
+enum { WHY_NONE, WHY_MAGIC, WHY_ZSTD, WHY_SKIP_LEN };
+
+/* One frame (or damaged region) of the file. */
+struct rframe {
+	uint64_t off, size; /* TRUNC: size = bytes present */
+	uint64_t need;	    /* TRUNC/BAD: bytes the frame declares or needs at least */
+	size_t zerr;	    /* WHY_ZSTD: zstd error code */
+	uint32_t block;	    /* data block number, UINT32_MAX if not a block */
+	uint32_t raw;	    /* decompressed size (seek table, or once decoded) */
+	uint32_t magic;
+	uint8_t kind, status, why;
+};
+
+struct reel_reader {
+	struct reel_reader_opts o;
+	const uint8_t *base;
+	size_t size;
+	void *map;
+	size_t maplen;
+	uint8_t *owned;
+
+	struct reel_header hdr;
+	uint64_t hdr_end;
+	int hdr_err;
+	bool hdr_reported;
+	char hdr_msg[256];
+	bool clean_close;
+
+	struct rframe *frames;
+	size_t nframes, frames_cap;
+
+	/* iteration */
+	size_t fi;
+	uint8_t *buf;
+	size_t bufcap, blen, roff;
+	uint32_t cur_block;
+	struct ZSTD_DCtx_s *dctx;
+	char errmsg[512];
+
+	/* block index */
+	bool blocks_loaded;
+	struct reel_block_info *blocks;
+	uint32_t *blk_frame;
+	size_t *blk_cpu_start;
+	uint32_t *blk_cpu_n;
+	struct reel_cpu_count *cpus;
+	size_t nblk, ncpus;
+};
+
+#endif /* REEL_READER_INTERNAL_H */

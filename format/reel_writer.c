@@ -1,0 +1,1066 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Writer: records -> block buffers -> (background thread) one zstd frame per
+ * block -> file; index and seek table at close (FORMAT.md 4-6).
+ *
+ * Threading: the caller owns `cur` and the drop/accept counters. The queue,
+ * the free list and the thread-side counters are under `mu`. Per-file state
+ * (fd, offsets, frame and index lists, cctx) belongs to whoever writes:
+ * the thread while it runs a block, the caller only after wait_idle().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "format_internal.h"
+
+#ifndef O_NOFOLLOW
+#define O_NOFOLLOW 0
+#endif
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+#if defined(__APPLE__)
+#define reel_fdatasync fsync
+#else
+#define reel_fdatasync fdatasync
+#endif
+
+struct wblock {
+	uint8_t *data;
+	size_t cap, len;
+	uint64_t open_mono_ns; /* clock when the first record went in */
+	uint64_t first_ts;
+	struct reel_blkstat st;
+};
+
+struct frame_ent {
+	uint32_t comp, raw;
+};
+
+struct idx_ent {
+	uint64_t off;
+	uint32_t comp, raw;
+	uint64_t ts_min, ts_max;
+	uint32_t records;
+	uint32_t types[REEL_REC_MAX_KNOWN + 1];
+	uint32_t ncpu;
+	size_t cpu_off; /* into cpu_pairs */
+};
+
+struct pend_drop {
+	uint64_t records, bytes, first_ts, last_ts;
+	int err;
+};
+
+enum { PD_BEHIND, PD_WERR, PD_TOOBIG, PD_N };
+static const uint32_t pd_reason[PD_N] = {REEL_DROP_WRITER_BEHIND, REEL_DROP_WRITE_ERROR,
+					 REEL_DROP_TOO_BIG};
+
+struct reel_writer {
+	struct reel_writer_opts o;
+	char *hostname, *kernel, *boot_id, *tool_version;
+	char **argv;
+	uint32_t page_size;
+	uint64_t age_ns;
+
+	/* per file */
+	int fd;
+	uint64_t off;	   /* file offset where the next frame goes */
+	uint64_t good_off; /* end of the last complete frame */
+	bool seekable;
+	struct frame_ent *frames;
+	size_t nframes, frames_cap;
+	struct idx_ent *idx;
+	size_t nidx, idx_cap;
+	uint8_t *cpu_pairs;
+	size_t cpu_pairs_len, cpu_pairs_cap;
+	int file_err; /* atomic: first error of this file */
+	uint64_t file_bytes;
+
+	ZSTD_CCtx *cctx;
+	uint8_t *cbuf;
+	size_t ccap;
+
+	/* blocks */
+	struct wblock *blocks;
+	uint32_t nblocks;
+	struct wblock *cur;
+	struct wblock **freel;
+	uint32_t nfree;
+	struct wblock **q;
+	uint32_t qhead, qlen;
+
+	/* thread */
+	bool threaded, thr_started, stop, paused, busy;
+	pthread_t thr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_work, cv_done;
+
+	/* caller-side */
+	struct pend_drop pend[PD_N];
+	uint64_t records, raw_bytes, dropped_records, dropped_bytes;
+	/* thread-side, under mu */
+	uint64_t blocks_written, total_file_bytes, lost_records, lost_bytes, lost_first_ts,
+		lost_last_ts;
+	int first_err;
+};
+
+static int load_err(const int *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void note_error(struct reel_writer *w, int err)
+{
+	if (!load_err(&w->file_err))
+		__atomic_store_n(&w->file_err, err, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&w->mu);
+	if (!w->first_err)
+		w->first_err = err;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int sync_fd(int fd, bool data_only)
+{
+	int rc = data_only ? reel_fdatasync(fd) : fsync(fd);
+
+	/* Pipes, sockets, character devices cannot be synced: not an error. */
+	if (rc && errno != EINVAL && errno != ENOTSUP && errno != EROFS && errno != EBADF)
+		return -errno;
+	return 0;
+}
+
+/* Writes one whole frame; on failure cuts the file back to the last
+ * complete frame so every earlier frame stays readable. */
+static int write_frame(struct reel_writer *w, const void *buf, size_t len)
+{
+	int err = write_all(w->fd, buf, len);
+
+	if (err) {
+		if (w->seekable && !ftruncate(w->fd, (off_t)w->good_off))
+			(void)lseek(w->fd, (off_t)w->good_off, SEEK_SET);
+		reel_pr(REEL_WARN, "reel writer: write of %zu bytes at offset %llu failed: %s\n",
+			len, (unsigned long long)w->good_off, reel_strerror(err));
+		return err;
+	}
+	w->off += len;
+	w->good_off = w->off;
+	pthread_mutex_lock(&w->mu);
+	w->file_bytes += len;
+	w->total_file_bytes += len;
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static int push_frame(struct reel_writer *w, uint32_t comp, uint32_t raw)
+{
+	if (w->nframes == w->frames_cap) {
+		size_t cap = w->frames_cap ? w->frames_cap * 2 : 64;
+		struct frame_ent *n = realloc(w->frames, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->frames = n;
+		w->frames_cap = cap;
+	}
+	w->frames[w->nframes++] = (struct frame_ent){comp, raw};
+	return 0;
+}
+
+static int push_idx(struct reel_writer *w, const struct wblock *b, uint64_t off, uint32_t comp)
+{
+	uint32_t ncpu = reel_blkstat_ncpu(&b->st);
+	struct idx_ent *e;
+
+	if (w->nidx == w->idx_cap) {
+		size_t cap = w->idx_cap ? w->idx_cap * 2 : 64;
+		struct idx_ent *n = realloc(w->idx, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->idx = n;
+		w->idx_cap = cap;
+	}
+	if (w->cpu_pairs_len + ncpu * 8 > w->cpu_pairs_cap) {
+		size_t cap = w->cpu_pairs_cap ? w->cpu_pairs_cap : 4096;
+		uint8_t *n;
+
+		while (cap < w->cpu_pairs_len + ncpu * 8)
+			cap *= 2;
+		n = realloc(w->cpu_pairs, cap);
+		if (!n)
+			return -ENOMEM;
+		w->cpu_pairs = n;
+		w->cpu_pairs_cap = cap;
+	}
+	e = &w->idx[w->nidx++];
+	e->off = off;
+	e->comp = comp;
+	e->raw = (uint32_t)b->len;
+	e->ts_min = b->st.ts_min;
+	e->ts_max = b->st.ts_max;
+	e->records = b->st.records;
+	memcpy(e->types, b->st.type_counts, sizeof(e->types));
+	e->ncpu = ncpu;
+	e->cpu_off = w->cpu_pairs_len;
+	w->cpu_pairs_len += reel_blkstat_put_cpus(&b->st, w->cpu_pairs + w->cpu_pairs_len);
+	return 0;
+}
+
+static void count_lost(struct reel_writer *w, const struct wblock *b)
+{
+	pthread_mutex_lock(&w->mu);
+	if (!w->lost_records || b->st.ts_min < w->lost_first_ts)
+		w->lost_first_ts = b->st.ts_min;
+	if (b->st.ts_max > w->lost_last_ts)
+		w->lost_last_ts = b->st.ts_max;
+	w->lost_records += b->st.records;
+	w->lost_bytes += b->len;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Compresses and writes one block (thread, or caller when inline/idle). */
+static void write_block(struct reel_writer *w, struct wblock *b)
+{
+	size_t bound = ZSTD_compressBound(b->len), cs;
+	uint64_t at = w->off;
+	int err;
+
+	if (load_err(&w->file_err)) {
+		count_lost(w, b);
+		return;
+	}
+	if (bound > w->ccap) {
+		uint8_t *n = realloc(w->cbuf, bound);
+
+		if (!n) {
+			note_error(w, -ENOMEM);
+			count_lost(w, b);
+			return;
+		}
+		w->cbuf = n;
+		w->ccap = bound;
+	}
+	cs = ZSTD_compress2(w->cctx, w->cbuf, w->ccap, b->data, b->len);
+	if (ZSTD_isError(cs)) {
+		reel_pr(REEL_WARN, "reel writer: zstd: %s\n", ZSTD_getErrorName(cs));
+		note_error(w, -EIO);
+		count_lost(w, b);
+		return;
+	}
+	/* Reserve the bookkeeping first: a block on disk is always in the index. */
+	err = push_frame(w, (uint32_t)cs, (uint32_t)b->len);
+	if (!err) {
+		err = push_idx(w, b, at, (uint32_t)cs);
+		if (err)
+			w->nframes--;
+	}
+	if (!err) {
+		err = write_frame(w, w->cbuf, cs);
+		if (err) {
+			w->nframes--;
+			w->nidx--;
+			w->cpu_pairs_len = w->idx[w->nidx].cpu_off;
+		}
+	}
+	if (!err && w->o.fsync == REEL_FSYNC_BLOCK)
+		err = sync_fd(w->fd, true);
+	if (err) {
+		note_error(w, err);
+		count_lost(w, b);
+		return;
+	}
+	pthread_mutex_lock(&w->mu);
+	w->blocks_written++;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void reset_block(struct wblock *b)
+{
+	b->len = 0;
+	b->first_ts = 0;
+	b->open_mono_ns = 0;
+	reel_blkstat_reset(&b->st);
+}
+
+static void *thread_main(void *arg)
+{
+	struct reel_writer *w = arg;
+	sigset_t set;
+
+	/* A write to a pipe whose reader left must return EPIPE here, not kill
+	 * the process: SIGPIPE for a write is sent to the writing thread. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		struct wblock *b;
+
+		while (!w->stop && (!w->qlen || w->paused))
+			pthread_cond_wait(&w->cv_work, &w->mu);
+		if (!w->qlen)
+			break; /* stop and nothing left */
+		b = w->q[w->qhead];
+		w->qhead = (w->qhead + 1) % w->nblocks;
+		w->qlen--;
+		w->busy = true;
+		pthread_mutex_unlock(&w->mu);
+
+		write_block(w, b);
+		reset_block(b);
+
+		pthread_mutex_lock(&w->mu);
+		w->busy = false;
+		w->freel[w->nfree++] = b;
+		pthread_cond_broadcast(&w->cv_done);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Hands the current block to the compressor. With `wait`, waits for a free
+ * buffer; without, returns -ENOBUFS when the queue is full. */
+static int queue_cur(struct reel_writer *w, bool wait)
+{
+	struct wblock *b = w->cur;
+
+	if (!b->len)
+		return 0;
+	if (!w->threaded) {
+		write_block(w, b);
+		reset_block(b);
+		return 0;
+	}
+	pthread_mutex_lock(&w->mu);
+	while (!w->nfree) {
+		if (!wait) {
+			pthread_mutex_unlock(&w->mu);
+			return -ENOBUFS;
+		}
+		pthread_cond_wait(&w->cv_done, &w->mu);
+	}
+	w->q[(w->qhead + w->qlen) % w->nblocks] = b;
+	w->qlen++;
+	w->cur = w->freel[--w->nfree];
+	pthread_cond_signal(&w->cv_work);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static void wait_idle(struct reel_writer *w)
+{
+	if (!w->threaded)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (w->qlen || w->busy)
+		pthread_cond_wait(&w->cv_done, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void pend_add(struct pend_drop *p, uint64_t ts, uint64_t bytes, int err)
+{
+	if (!p->records) {
+		p->first_ts = ts;
+		p->last_ts = ts;
+	}
+	if (ts < p->first_ts)
+		p->first_ts = ts;
+	if (ts > p->last_ts)
+		p->last_ts = ts;
+	p->records++;
+	p->bytes += bytes;
+	if (err && !p->err)
+		p->err = err;
+}
+
+static int drop(struct reel_writer *w, int which, uint64_t ts, uint32_t len, int err)
+{
+	pend_add(&w->pend[which], ts, len, which == PD_WERR ? err : 0);
+	w->dropped_records++;
+	w->dropped_bytes += len;
+	return err;
+}
+
+static int ensure_cap(struct wblock *b, size_t need)
+{
+	uint8_t *n;
+	size_t cap;
+
+	if (b->len + need <= b->cap)
+		return 0;
+	cap = b->cap;
+	while (cap < b->len + need)
+		cap = cap * 2;
+	n = realloc(b->data, cap);
+	if (!n)
+		return -ENOMEM;
+	b->data = n;
+	b->cap = cap;
+	return 0;
+}
+
+static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cpu, uint64_t ts,
+		    const void *a, uint32_t alen, const void *c, uint32_t clen)
+{
+	uint8_t *p = b->data + b->len;
+	uint32_t len = alen + clen, padded = reel_pad8(len);
+	struct reel_rec_hdr h = {.type = type,
+				 .flags = flags,
+				 .length = len,
+				 .cpu = cpu,
+				 .reserved = 0,
+				 .ts_ns = ts};
+
+	memcpy(p, &h, sizeof(h));
+	p += sizeof(h);
+	if (alen)
+		memcpy(p, a, alen);
+	if (clen)
+		memcpy(p + alen, c, clen);
+	/* zero the padding: one 8-byte store covers it */
+	if (padded != len)
+		memset(p + len, 0, padded - len);
+	if (!b->len) {
+		b->first_ts = ts;
+		b->open_mono_ns = reel_now_mono_ns();
+	}
+	b->len += REEL_REC_HDR_SIZE + padded;
+	reel_blkstat_add(&b->st, type, cpu, ts);
+}
+
+static size_t pend_bytes(const struct reel_writer *w)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < PD_N; i++)
+		if (w->pend[i].records)
+			n += REEL_REC_HDR_SIZE + sizeof(struct reel_drop);
+	return n;
+}
+
+static void emit_pending(struct reel_writer *w, uint64_t ts)
+{
+	for (int i = 0; i < PD_N; i++) {
+		struct pend_drop *p = &w->pend[i];
+		struct reel_drop d;
+
+		if (!p->records)
+			continue;
+		d = (struct reel_drop){.records = p->records,
+				       .bytes = p->bytes,
+				       .first_ts = p->first_ts,
+				       .last_ts = p->last_ts,
+				       .reason = pd_reason[i],
+				       .err = i == PD_WERR ? p->err : 0};
+		put_rec(w->cur, REEL_REC_DROP, 0, REEL_CPU_NONE, p->first_ts ? p->first_ts : ts, &d,
+			sizeof(d), NULL, 0);
+		memset(p, 0, sizeof(*p));
+	}
+}
+
+int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+	uint64_t len64 = (uint64_t)alen + blen;
+	struct wblock *cur;
+	size_t need;
+	int err;
+
+	if (!w || (alen && !a) || (blen && !b))
+		return -EINVAL;
+	if (len64 > REEL_REC_MAX_PAYLOAD)
+		return drop(w, PD_TOOBIG, ts_ns, len64 > UINT32_MAX ? UINT32_MAX : (uint32_t)len64,
+			    -E2BIG);
+	err = load_err(&w->file_err);
+	if (err)
+		return drop(w, PD_WERR, ts_ns, (uint32_t)len64, err);
+
+	need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
+	cur = w->cur;
+	if (cur->len &&
+	    (cur->len + need > w->o.block_bytes ||
+	     (ts_ns > cur->first_ts && cur->first_ts && ts_ns - cur->first_ts >= w->age_ns))) {
+		err = queue_cur(w, false);
+		if (err)
+			return drop(w, PD_BEHIND, ts_ns, (uint32_t)len64, err);
+		cur = w->cur;
+		need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
+	}
+	if (ensure_cap(cur, need))
+		return drop(w, PD_BEHIND, ts_ns, (uint32_t)len64, -ENOMEM);
+	emit_pending(w, ts_ns);
+	put_rec(cur, type, flags, cpu, ts_ns, a, alen, b, blen);
+	w->records++;
+	w->raw_bytes += REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64);
+	if (cur->len >= w->o.block_bytes)
+		(void)queue_cur(w, false); /* full queue: the next append retries */
+	return 0;
+}
+
+int reel_writer__append(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			uint64_t ts_ns, const void *data, uint32_t len)
+{
+	return reel_writer__append2(w, type, flags, cpu, ts_ns, data, len, NULL, 0);
+}
+
+/* Puts pending DROP records into the current block (flush, close, rotate:
+ * nothing may stay unaccounted), then queues it, waiting for room. */
+static void close_block(struct reel_writer *w)
+{
+	size_t need = pend_bytes(w);
+
+	if (need && !load_err(&w->file_err) && !ensure_cap(w->cur, need))
+		emit_pending(w, 0);
+	(void)queue_cur(w, true);
+}
+
+int reel_writer__tick(struct reel_writer *w, uint64_t now_mono_ns)
+{
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	err = load_err(&w->file_err);
+	if (err)
+		return err;
+	if (!w->cur->len)
+		return 0;
+	if (!now_mono_ns)
+		now_mono_ns = reel_now_mono_ns();
+	if (now_mono_ns < w->cur->open_mono_ns || now_mono_ns - w->cur->open_mono_ns < w->age_ns)
+		return 0;
+	return queue_cur(w, false);
+}
+
+int reel_writer__flush(struct reel_writer *w)
+{
+	if (!w)
+		return -EINVAL;
+	close_block(w);
+	wait_idle(w);
+	return load_err(&w->file_err);
+}
+
+/* ---- file open / header / footer ---- */
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void read_boot_id(char *buf, size_t cap)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0) {
+		buf[0] = 0;
+		return;
+	}
+	buf[n] = 0;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+}
+
+static int write_header(struct reel_writer *w)
+{
+	struct reel_hdr_facts f = {0};
+	struct utsname un;
+	char host[256] = "", boot[64] = "";
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	f.hostname = w->hostname;
+	f.kernel = w->kernel;
+	f.boot_id = w->boot_id;
+	if (!f.hostname && !gethostname(host, sizeof(host) - 1))
+		f.hostname = host;
+	if (!f.kernel && !uname(&un))
+		f.kernel = un.release;
+	if (!f.boot_id) {
+		read_boot_id(boot, sizeof(boot));
+		f.boot_id = boot;
+	}
+	f.ncpu = w->o.ncpu ? w->o.ncpu : (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
+	f.page_size = w->page_size;
+	f.argv = (const char *const *)w->argv;
+	f.argc = w->argv ? w->o.argc : 0;
+	f.abi_version = w->o.abi_version;
+	f.tool_version = w->tool_version;
+	f.snaplen = w->o.snaplen;
+	f.file_seq = w->o.file_seq;
+	f.clock = w->o.clock;
+	if (!f.clock.mono_ns && !f.clock.real_ns) {
+		f.clock.mono_ns = reel_now_mono_ns();
+		f.clock.real_ns = reel_now_real_ns();
+	}
+	err = reel_header_build(&f, &buf, &len);
+	if (err)
+		return err;
+	err = push_frame(w, (uint32_t)len, 0);
+	if (!err) {
+		err = write_frame(w, buf, len);
+		if (err)
+			w->nframes--;
+	}
+	free(buf);
+	return err;
+}
+
+static void start_file(struct reel_writer *w, int fd)
+{
+	off_t at = lseek(fd, 0, SEEK_CUR);
+
+	w->fd = fd;
+	w->seekable = at >= 0;
+	w->off = at >= 0 ? (uint64_t)at : 0;
+	w->good_off = w->off;
+	w->nframes = 0;
+	w->nidx = 0;
+	w->cpu_pairs_len = 0;
+	w->file_bytes = 0;
+	__atomic_store_n(&w->file_err, 0, __ATOMIC_RELEASE);
+}
+
+/* Index frame then seek table, then sync. Caller holds the writer idle. */
+static int finish_file(struct reel_writer *w)
+{
+	size_t ilen = 8 + 16 + 4, slen, o;
+	uint8_t *buf;
+	int err = load_err(&w->file_err);
+
+	if (w->fd < 0)
+		return err;
+	if (err)
+		goto sync; /* the file ends at its last good block: a valid prefix */
+	for (size_t i = 0; i < w->nidx; i++)
+		ilen += REEL_IDX_ENTRY_FIXED + (size_t)w->idx[i].ncpu * 8;
+	if (ilen - 8 > UINT32_MAX) {
+		err = -E2BIG;
+		goto sync;
+	}
+	buf = malloc(ilen);
+	if (!buf) {
+		err = -ENOMEM;
+		goto sync;
+	}
+	wr32(buf, REEL_INDEX_MAGIC);
+	wr32(buf + 4, (uint32_t)(ilen - 8));
+	memcpy(buf + 8, REEL_IDX_SIG, 4);
+	wr16(buf + 12, REEL_FORMAT_MAJOR);
+	wr16(buf + 14, REEL_FORMAT_MINOR);
+	wr32(buf + 16, (uint32_t)w->nidx);
+	wr32(buf + 20, 0);
+	o = 24;
+	for (size_t i = 0; i < w->nidx; i++) {
+		const struct idx_ent *e = &w->idx[i];
+
+		wr64(buf + o, e->off);
+		wr32(buf + o + 8, e->comp);
+		wr32(buf + o + 12, e->raw);
+		wr64(buf + o + 16, e->ts_min);
+		wr64(buf + o + 24, e->ts_max);
+		wr32(buf + o + 32, e->records);
+		wr32(buf + o + 36, e->ncpu);
+		memcpy(buf + o + 40, e->types, sizeof(e->types));
+		o += REEL_IDX_ENTRY_FIXED;
+		memcpy(buf + o, w->cpu_pairs + e->cpu_off, (size_t)e->ncpu * 8);
+		o += (size_t)e->ncpu * 8;
+	}
+	wr32(buf + o, reel_crc32(0, buf + 8, o - 8));
+	o += 4;
+	assert(o == ilen);
+	err = push_frame(w, (uint32_t)ilen, 0);
+	if (!err) {
+		err = write_frame(w, buf, ilen);
+		if (err)
+			w->nframes--;
+	}
+	free(buf);
+	if (err)
+		goto out_err;
+
+	slen = 8 + w->nframes * 8 + REEL_SEEK_FOOTER_SIZE;
+	buf = malloc(slen);
+	if (!buf) {
+		err = -ENOMEM;
+		goto sync;
+	}
+	wr32(buf, REEL_SEEK_MAGIC);
+	wr32(buf + 4, (uint32_t)(slen - 8));
+	o = 8;
+	for (size_t i = 0; i < w->nframes; i++) {
+		wr32(buf + o, w->frames[i].comp);
+		wr32(buf + o + 4, w->frames[i].raw);
+		o += 8;
+	}
+	wr32(buf + o, (uint32_t)w->nframes);
+	buf[o + 4] = 0; /* descriptor: no checksums */
+	wr32(buf + o + 5, REEL_SEEKABLE_FOOTER_MAGIC);
+	err = write_frame(w, buf, slen);
+	free(buf);
+	if (err)
+		goto out_err;
+sync:
+	if (w->o.fsync != REEL_FSYNC_NONE) {
+		int e2 = sync_fd(w->fd, false);
+
+		if (e2 && !err)
+			err = e2;
+	}
+	if (err)
+		goto out_err;
+	return 0;
+out_err:
+	note_error(w, err);
+	return err;
+}
+
+static int open_path(const char *path, bool overwrite)
+{
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (overwrite ? O_TRUNC : O_EXCL);
+
+	return open(path, flags, 0600);
+}
+
+static void free_writer(struct reel_writer *w)
+{
+	if (w->blocks)
+		for (uint32_t i = 0; i < w->nblocks; i++) {
+			free(w->blocks[i].data);
+			reel_blkstat_free(&w->blocks[i].st);
+		}
+	free(w->blocks);
+	free(w->freel);
+	free(w->q);
+	free(w->frames);
+	free(w->idx);
+	free(w->cpu_pairs);
+	free(w->cbuf);
+	ZSTD_freeCCtx(w->cctx);
+	free(w->hostname);
+	free(w->kernel);
+	free(w->boot_id);
+	free(w->tool_version);
+	if (w->argv)
+		for (int i = 0; i < w->o.argc; i++)
+			free(w->argv[i]);
+	free(w->argv);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv_work);
+	pthread_cond_destroy(&w->cv_done);
+	free(w);
+}
+
+static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
+{
+	struct reel_writer *w = calloc(1, sizeof(*w));
+	uint32_t ncpu;
+	int err = -ENOMEM;
+
+	if (!w)
+		goto fail_nomem;
+	w->fd = -1;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv_work, NULL);
+	pthread_cond_init(&w->cv_done, NULL);
+	if (opts) {
+		if (opts->sz < sizeof(size_t)) {
+			err = -EINVAL;
+			goto fail;
+		}
+		memcpy(&w->o, opts, opts->sz < sizeof(w->o) ? opts->sz : sizeof(w->o));
+	}
+	w->o.sz = sizeof(w->o);
+	if (!w->o.level)
+		w->o.level = REEL_DEFAULT_LEVEL;
+	if (!w->o.block_bytes)
+		w->o.block_bytes = REEL_DEFAULT_BLOCK_BYTES;
+	if (!w->o.block_age_ms)
+		w->o.block_age_ms = REEL_DEFAULT_BLOCK_AGE_MS;
+	if (!w->o.queue_blocks)
+		w->o.queue_blocks = REEL_DEFAULT_QUEUE_BLOCKS;
+	if (w->o.block_bytes < 256 || w->o.block_bytes > REEL_MAX_BLOCK_BYTES ||
+	    w->o.queue_blocks > 4096 || w->o.fsync > REEL_FSYNC_CLOSE || w->o.argc < 0 ||
+	    w->o.level > ZSTD_maxCLevel() || w->o.level < ZSTD_minCLevel()) {
+		err = -EINVAL;
+		goto fail;
+	}
+	w->age_ns = (uint64_t)w->o.block_age_ms * 1000000ull;
+	w->threaded = w->o.threads >= 0;
+	w->hostname = dup_or_null(w->o.hostname);
+	w->kernel = dup_or_null(w->o.kernel);
+	w->boot_id = dup_or_null(w->o.boot_id);
+	w->tool_version = dup_or_null(w->o.tool_version);
+	if ((w->o.hostname && !w->hostname) || (w->o.kernel && !w->kernel) ||
+	    (w->o.boot_id && !w->boot_id) || (w->o.tool_version && !w->tool_version))
+		goto fail;
+	if (w->o.argv && w->o.argc) {
+		w->argv = calloc((size_t)w->o.argc, sizeof(*w->argv));
+		if (!w->argv)
+			goto fail;
+		for (int i = 0; i < w->o.argc; i++) {
+			w->argv[i] = strdup(w->o.argv[i] ? w->o.argv[i] : "");
+			if (!w->argv[i])
+				goto fail;
+		}
+	}
+	w->o.hostname = w->o.kernel = w->o.boot_id = w->o.tool_version = NULL;
+	w->o.argv = NULL;
+	w->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	ncpu = w->o.ncpu ? w->o.ncpu : (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
+
+	w->cctx = ZSTD_createCCtx();
+	if (!w->cctx)
+		goto fail;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->o.level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1))) {
+		err = -EINVAL;
+		goto fail;
+	}
+	w->nblocks = w->threaded ? w->o.queue_blocks + 1 : 1;
+	w->blocks = calloc(w->nblocks, sizeof(*w->blocks));
+	w->freel = calloc(w->nblocks, sizeof(*w->freel));
+	w->q = calloc(w->nblocks, sizeof(*w->q));
+	if (!w->blocks || !w->freel || !w->q)
+		goto fail;
+	for (uint32_t i = 0; i < w->nblocks; i++) {
+		struct wblock *b = &w->blocks[i];
+
+		b->cap = w->o.block_bytes + 4096;
+		b->data = malloc(b->cap);
+		if (!b->data)
+			goto fail;
+		/* preallocate the per-CPU counters so append never allocates */
+		if (ncpu && ncpu <= REEL_MAX_INDEX_CPUS && reel_blkstat_add(&b->st, 0, ncpu - 1, 0))
+			goto fail;
+		reset_block(b);
+		if (i)
+			w->freel[w->nfree++] = b;
+	}
+	w->cur = &w->blocks[0];
+	w->ccap = ZSTD_compressBound(w->o.block_bytes + 4096);
+	w->cbuf = malloc(w->ccap);
+	if (!w->cbuf)
+		goto fail;
+	return w;
+fail:
+	free_writer(w);
+	errno = -err;
+	return NULL;
+fail_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+static int start_thread(struct reel_writer *w)
+{
+	int rc;
+
+	if (!w->threaded)
+		return 0;
+	rc = pthread_create(&w->thr, NULL, thread_main, w);
+	if (rc)
+		return -rc;
+	w->thr_started = true;
+	return 0;
+}
+
+struct reel_writer *reel_writer__open_fd(int fd, const struct reel_writer_opts *opts)
+{
+	struct reel_writer *w;
+	int err;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	w = writer_new(opts);
+	if (!w) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	start_file(w, fd);
+	err = write_header(w);
+	if (!err)
+		err = start_thread(w);
+	if (err) {
+		close(fd);
+		w->fd = -1;
+		free_writer(w);
+		errno = -err;
+		return NULL;
+	}
+	return w;
+}
+
+struct reel_writer *reel_writer__open(const char *path, const struct reel_writer_opts *opts)
+{
+	bool overwrite = opts && opts->sz > offsetof(struct reel_writer_opts, allow_overwrite) &&
+			 opts->allow_overwrite;
+	int fd, err;
+	struct reel_writer *w;
+
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fd = open_path(path, overwrite);
+	if (fd < 0)
+		return NULL;
+	w = reel_writer__open_fd(fd, opts);
+	if (!w) {
+		err = errno;
+		unlink(path); /* we created it: do not leave a headerless file behind */
+		errno = err;
+	}
+	return w;
+}
+
+int reel_writer__rotate(struct reel_writer *w, const char *path)
+{
+	int fd, err;
+
+	if (!w || !path)
+		return -EINVAL;
+	close_block(w);
+	wait_idle(w);
+	err = finish_file(w);
+	if (w->fd >= 0 && close(w->fd) && !err)
+		err = -errno;
+	w->fd = -1;
+	/* Blocks the old file could not take are accounted for in the new one. */
+	pthread_mutex_lock(&w->mu);
+	if (w->lost_records) {
+		struct pend_drop *p = &w->pend[PD_WERR];
+
+		if (!p->records || w->lost_first_ts < p->first_ts)
+			p->first_ts = w->lost_first_ts;
+		if (w->lost_last_ts > p->last_ts)
+			p->last_ts = w->lost_last_ts;
+		p->records += w->lost_records;
+		p->bytes += w->lost_bytes;
+		if (!p->err)
+			p->err = load_err(&w->file_err) ? load_err(&w->file_err) : -EIO;
+		w->dropped_records += w->lost_records;
+		w->dropped_bytes += w->lost_bytes;
+		w->lost_records = w->lost_bytes = 0;
+		w->lost_first_ts = w->lost_last_ts = 0;
+	}
+	pthread_mutex_unlock(&w->mu);
+	w->o.file_seq++;
+	w->o.clock = (struct reel_clock){0}; /* fresh clock pair for the new header */
+	fd = open_path(path, w->o.allow_overwrite);
+	if (fd < 0) {
+		int e = -errno;
+
+		start_file(w, -1);
+		note_error(w, e);
+		return e;
+	}
+	start_file(w, fd);
+	{
+		int e = write_header(w);
+
+		if (e) {
+			note_error(w, e);
+			return e;
+		}
+	}
+	return err;
+}
+
+void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st)
+{
+	struct reel_writer *mw = (struct reel_writer *)w;
+
+	memset(st, 0, sizeof(*st));
+	if (!w)
+		return;
+	pthread_mutex_lock(&mw->mu);
+	st->records = w->records;
+	st->raw_bytes = w->raw_bytes;
+	st->file_bytes = w->file_bytes;
+	st->total_file_bytes = w->total_file_bytes;
+	st->blocks = w->blocks_written;
+	st->dropped_records = w->dropped_records + w->lost_records;
+	st->dropped_bytes = w->dropped_bytes + w->lost_bytes;
+	st->last_error = w->first_err;
+	pthread_mutex_unlock(&mw->mu);
+}
+
+int reel_writer__close(struct reel_writer *w)
+{
+	int err;
+
+	if (!w)
+		return 0;
+	if (w->threaded)
+		reel_writer__test_pause(w, false);
+	close_block(w);
+	wait_idle(w);
+	if (w->thr_started) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = true;
+		w->paused = false;
+		pthread_cond_broadcast(&w->cv_work);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->thr, NULL);
+	}
+	(void)finish_file(w);
+	if (w->fd >= 0 && close(w->fd))
+		note_error(w, -errno);
+	w->fd = -1;
+	err = w->first_err;
+	free_writer(w);
+	return err;
+}
+
+void reel_writer__test_pause(struct reel_writer *w, bool paused)
+{
+	pthread_mutex_lock(&w->mu);
+	w->paused = paused;
+	pthread_cond_broadcast(&w->cv_work);
+	pthread_mutex_unlock(&w->mu);
+}
