@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reeltool internals shared by the subcommand files (tools/reeltool_NAME.c).
+ * Not a public header: only the tools/ sources include it.
+ *
+ * Exit status convention of every subcommand:
+ *   0  success (verify: every block good and the footer index agrees)
+ *   1  the input has damage (damaged blocks, trailing bytes, index mismatch),
+ *      or an output could not be written completely
+ *   2  usage error, an input that cannot be opened, an output that cannot be
+ *      created
+ */
+#ifndef REELTOOL_H
+#define REELTOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "reel_format.h"
+
+#define EXIT_OK	    0
+#define EXIT_DAMAGE 1
+#define EXIT_USAGE  2
+
+/* ---- reeltool.c: messages, inputs, outputs, filters ---- */
+
+/* Name of the running subcommand ("reeltool cat"), for messages. */
+extern const char *tool_name;
+
+/* "reeltool cat: <message>\n" on stderr. */
+void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Reports an unknown option / missing argument seen by getopt_long (called on
+ * '?' or ':'), then prints `usage` to stderr. Returns EXIT_USAGE. */
+int tool_bad_option(char **argv, const char *usage);
+
+/* Opens a .reel input; on failure prints "FILE: cannot open: why" and
+ * returns NULL (the caller exits EXIT_USAGE). */
+struct reel_reader *tool_open(const char *path, bool no_index);
+
+/* Describes a reader error: "block 3 at offset 4096: checksum mismatch" or
+ * what the library said. Returns a pointer into the reader or a static buffer. */
+const char *tool_read_errmsg(const struct reel_reader *r, int err);
+
+/* Reports a damaged block met by a merge over the files `paths`:
+ * "PATH: damaged: block 3 at offset 4096: why" on stderr. */
+void tool_merge_damage(const struct reel_merge *m, char *const *paths, int n, int err,
+		       const char *what);
+
+/* Creates an output .reel with the header facts of `h` (hostname, kernel,
+ * boot id, CPUs, clock pair, command line, ABI version, tool version,
+ * snaplen, file seq). Mode 0600, never follows a symlink, refuses an existing
+ * file unless `force`, refuses to be one of the inputs. `block_bytes` 0 =
+ * the writer's default. Prints why and returns NULL on failure. */
+struct reel_writer *tool_create_output(const char *out, bool force, const struct reel_header *h,
+				       uint32_t block_bytes, const char *const *inputs,
+				       int ninputs);
+
+/* Finishes an output: closes the writer and reports write errors and
+ * dropped records. Returns 0 or -1 (message printed). Removes the file on
+ * failure when `unlink_on_error`. */
+int tool_finish_output(struct reel_writer *w, const char *out, bool unlink_on_error);
+
+/* Appends a record copied from a reader. Returns 0 or a negative errno. */
+int tool_append(struct reel_writer *w, const struct reel_record *rec);
+
+/* Record filter used by cat and slice. */
+struct tool_filter {
+	uint64_t type_mask; /* bit per record type 0..63, ~0 = all; types >= 64 pass iff bit 0 */
+	uint32_t *cpus;	    /* NULL = every CPU */
+	int ncpus;
+	bool have_from, have_to;
+	uint64_t from_ns, to_ns; /* resolved CLOCK_MONOTONIC bounds: [from, to) */
+};
+
+/* "SAMPLE,LOST" or "1,2" -> mask. Returns 0 or -1 (message printed). */
+int tool_parse_types(const char *s, uint64_t *mask);
+/* "0,3,none" -> cpu list (none = REEL_CPU_NONE). Returns 0 or -1. */
+int tool_parse_cpus(const char *s, uint32_t **cpus, int *ncpus);
+bool tool_filter_type(const struct tool_filter *f, uint16_t type);
+bool tool_filter_cpu(const struct tool_filter *f, uint32_t cpu);
+bool tool_filter_time(const struct tool_filter *f, uint64_t ts);
+bool tool_filter_match(const struct tool_filter *f, const struct reel_record *rec);
+
+/* Growable text buffer for the snprintf-style formatters. */
+struct tool_buf {
+	char *p;
+	size_t cap;
+};
+void tool_buf_free(struct tool_buf *b);
+
+/* JSON string literal (with quotes) of a NUL-terminated string. */
+void tool_json_str(FILE *f, const char *s);
+
+/* ---- timeparse.c: --from / --to ---- */
+
+enum tool_time_kind {
+	TOOL_TIME_NONE = 0,
+	TOOL_TIME_REL,	/* "+1.5", "+250ms": after the first record */
+	TOOL_TIME_MONO, /* "123456789000": absolute CLOCK_MONOTONIC ns */
+	TOOL_TIME_WALL, /* "2026-11-21T12:00:00.5Z": RFC 3339 wall clock */
+};
+
+struct tool_time {
+	enum tool_time_kind kind;
+	uint64_t ns; /* REL: offset; MONO: monotonic ns; WALL: ns since the epoch */
+};
+
+/* Parses a time argument. Returns 0 or -1 (message printed, naming `opt`). */
+int tool_time_parse(const char *s, const char *opt, struct tool_time *t);
+
+/* Turns a parsed time into CLOCK_MONOTONIC ns using the first record's
+ * timestamp (REL) and the header's clock pair (WALL). Returns 0, or -1 with a
+ * message when the file has no clock pair for a wall-clock time. */
+int tool_time_resolve(const struct tool_time *t, uint64_t first_ts, const struct reel_header *h,
+		      const char *opt, uint64_t *mono);
+
+/* True when the header carries a usable MONOTONIC/REALTIME pair. */
+bool tool_have_clock(const struct reel_header *h);
+
+/* Monotonic ns -> "2026-11-21T12:00:00.123456789Z" via the header's clock
+ * pair; "-" when the header has none. Returns buf. */
+char *tool_fmt_wall(uint64_t mono_ns, const struct reel_header *h, char *buf, size_t cap);
+
+/* ns -> "12.345678901" (seconds with 9 decimals). Returns buf. */
+char *tool_fmt_secs(uint64_t ns, char *buf, size_t cap);
+
+/* Earliest record timestamp of a reader (block index ts_min); false if the
+ * file has no timestamped record. Leaves the reader rewound. */
+bool tool_first_ts(struct reel_reader *r, uint64_t *ts);
+
+/* ---- subcommands ---- */
+int cmd_info(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
+int cmd_slice(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+
+#endif /* REELTOOL_H */

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * reeltool info: what a .reel file holds. Header facts, time span, records
+ * per type and per CPU, LOST and DROP totals, sizes, blocks, and whether the
+ * file was closed cleanly. Reads every block (counts are exact, not taken
+ * from the index).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reeltool.h"
+
+static const char info_usage[] =
+	"usage: reeltool info [--json] FILE...\n"
+	"\n"
+	"Header facts (format and ABI version, host, kernel, boot id, CPUs, clock, capture\n"
+	"command line, snaplen, file sequence), first/last record time (wall clock through\n"
+	"the header's clock pair) and duration, records per type and per CPU, LOST and\n"
+	"DROP totals, compressed and raw sizes, blocks, clean close or truncation.\n"
+	"\n"
+	"  --json      one JSON object per file, one per line\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"exit status: 0 ok, 1 a file has damaged blocks or trailing bytes, 2 usage or a\n"
+	"file that cannot be opened.\n";
+
+struct cpu_count {
+	uint32_t cpu;
+	uint64_t n;
+};
+
+#define NREASONS 6 /* [0] = unknown reason, then enum reel_drop_reason */
+
+struct info_acc {
+	uint64_t records;
+	uint64_t by_type[REEL_REC_MAX_KNOWN + 1]; /* [0] = unknown types */
+	struct cpu_count *cpus;
+	size_t ncpus, cpucap;
+	uint64_t lost_records, lost_samples;
+	uint64_t drop_records; /* DROP records in the file */
+	uint64_t dropped_records, dropped_bytes;
+	uint64_t reason_records[NREASONS], reason_bytes[NREASONS], reason_n[NREASONS];
+	uint64_t bad_payloads; /* LOST/DROP records too short to read */
+	bool have_ts;
+	uint64_t ts_min, ts_max;
+	uint64_t damaged; /* read errors */
+};
+
+static const char *const reason_names[NREASONS] = {
+	"unknown", "writer_behind", "write_error", "filtered", "too_big", "other",
+};
+
+static int count_cpu(struct info_acc *a, uint32_t cpu)
+{
+	size_t lo = 0, hi = a->ncpus;
+
+	/* sorted array: CPUs are few, lookups many */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (a->cpus[mid].cpu == cpu) {
+			a->cpus[mid].n++;
+			return 0;
+		}
+		if (a->cpus[mid].cpu < cpu)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (a->ncpus == a->cpucap) {
+		size_t cap = a->cpucap ? a->cpucap * 2 : 16;
+		struct cpu_count *n = realloc(a->cpus, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		a->cpus = n;
+		a->cpucap = cap;
+	}
+	memmove(&a->cpus[lo + 1], &a->cpus[lo], (a->ncpus - lo) * sizeof(a->cpus[0]));
+	a->cpus[lo].cpu = cpu;
+	a->cpus[lo].n = 1;
+	a->ncpus++;
+	return 0;
+}
+
+static int account(struct info_acc *a, const struct reel_record *rec)
+{
+	a->records++;
+	a->by_type[rec->type <= REEL_REC_MAX_KNOWN ? rec->type : 0]++;
+	if (!a->have_ts || rec->ts_ns < a->ts_min)
+		a->ts_min = rec->ts_ns;
+	if (!a->have_ts || rec->ts_ns > a->ts_max)
+		a->ts_max = rec->ts_ns;
+	a->have_ts = true;
+	if (rec->type == REEL_REC_LOST) {
+		struct reel_lost l;
+
+		a->lost_records++;
+		if (rec->len < sizeof(l)) {
+			a->bad_payloads++;
+		} else {
+			memcpy(&l, rec->data, sizeof(l));
+			a->lost_samples += l.lost;
+		}
+	} else if (rec->type == REEL_REC_DROP) {
+		struct reel_drop d;
+		uint32_t r;
+
+		a->drop_records++;
+		if (rec->len < sizeof(d)) {
+			a->bad_payloads++;
+		} else {
+			memcpy(&d, rec->data, sizeof(d));
+			r = d.reason < NREASONS ? d.reason : 0;
+			a->dropped_records += d.records;
+			a->dropped_bytes += d.bytes;
+			a->reason_n[r]++;
+			a->reason_records[r] += d.records;
+			a->reason_bytes[r] += d.bytes;
+		}
+	}
+	return count_cpu(a, rec->cpu);
+}
+
+static const char *type_name(int t)
+{
+	const char *n = t ? reel_rec_type_name((uint16_t)t) : NULL;
+
+	return n ? n : "unknown";
+}
+
+static double ratio(const struct reel_reader_stats *st)
+{
+	return st->bytes_comp ? (double)st->bytes_raw / (double)st->bytes_comp : 0.0;
+}
+
+static void print_text(const char *path, const struct reel_header *h, const struct info_acc *a,
+		       const struct reel_reader_stats *st)
+{
+	char b1[64], b2[64];
+	size_t i;
+	int t;
+
+	printf("file:            %s\n", path);
+	printf("format version:  %u.%u\n", h->major, h->minor);
+	printf("hostname:        %s\n", h->hostname);
+	printf("kernel:          %s\n", h->kernel);
+	printf("boot id:         %s\n", h->boot_id);
+	printf("CPUs:            %u\n", h->ncpu);
+	printf("page size:       %u\n", h->page_size);
+	printf("clock:           %u%s, pair mono %s = %s\n", h->clock_id,
+	       h->clock_id == 1 ? " (CLOCK_MONOTONIC)" : "",
+	       tool_fmt_secs(h->clock.mono_ns, b1, sizeof(b1)),
+	       tool_fmt_wall(h->clock.mono_ns, h, b2, sizeof(b2)));
+	printf("command line:    %s\n", h->cmdline);
+	printf("ABI version:     %u\n", h->abi_version);
+	printf("tool version:    %s\n", h->tool_version);
+	printf("snaplen:         %u\n", h->snaplen);
+	printf("file seq:        %u\n", h->file_seq);
+	if (a->have_ts) {
+		printf("first record:    %s (mono %s)\n",
+		       tool_fmt_wall(a->ts_min, h, b1, sizeof(b1)),
+		       tool_fmt_secs(a->ts_min, b2, sizeof(b2)));
+		printf("last record:     %s (mono %s)\n",
+		       tool_fmt_wall(a->ts_max, h, b1, sizeof(b1)),
+		       tool_fmt_secs(a->ts_max, b2, sizeof(b2)));
+		printf("duration:        %s s\n",
+		       tool_fmt_secs(a->ts_max - a->ts_min, b1, sizeof(b1)));
+	} else {
+		printf("first record:    -\nlast record:     -\nduration:        0 s\n");
+	}
+	printf("records:         %llu\n", (unsigned long long)a->records);
+	for (t = 1; t <= REEL_REC_MAX_KNOWN; t++)
+		printf("  %-14s %llu\n", type_name(t), (unsigned long long)a->by_type[t]);
+	if (a->by_type[0])
+		printf("  %-14s %llu\n", "unknown", (unsigned long long)a->by_type[0]);
+	printf("records per CPU:\n");
+	for (i = 0; i < a->ncpus; i++) {
+		if (a->cpus[i].cpu == REEL_CPU_NONE)
+			printf("  %-14s %llu\n", "none", (unsigned long long)a->cpus[i].n);
+		else
+			printf("  cpu %-10u %llu\n", a->cpus[i].cpu,
+			       (unsigned long long)a->cpus[i].n);
+	}
+	printf("lost:            %llu samples (%llu LOST records)\n",
+	       (unsigned long long)a->lost_samples, (unsigned long long)a->lost_records);
+	printf("dropped:         %llu records, %llu bytes (%llu DROP records)\n",
+	       (unsigned long long)a->dropped_records, (unsigned long long)a->dropped_bytes,
+	       (unsigned long long)a->drop_records);
+	for (i = 0; i < NREASONS; i++) {
+		if (!a->reason_n[i])
+			continue;
+		printf("  %-14s %llu records, %llu bytes\n", reason_names[i],
+		       (unsigned long long)a->reason_records[i],
+		       (unsigned long long)a->reason_bytes[i]);
+	}
+	if (a->bad_payloads)
+		printf("short LOST/DROP: %llu records too short to read\n",
+		       (unsigned long long)a->bad_payloads);
+	printf("blocks:          %llu good, %llu damaged\n", (unsigned long long)st->blocks_ok,
+	       (unsigned long long)st->blocks_bad);
+	printf("size:            %llu bytes on disk, %llu compressed, %llu raw (ratio %.2f)\n",
+	       (unsigned long long)st->file_size, (unsigned long long)st->bytes_comp,
+	       (unsigned long long)st->bytes_raw, ratio(st));
+	printf("closed cleanly:  %s\n",
+	       st->clean_close ? "yes (footer index present)" : "no (no footer index)");
+	if (st->truncated || st->trailing_bytes)
+		printf("truncated:       yes, %llu trailing bytes after the last complete frame\n",
+		       (unsigned long long)st->trailing_bytes);
+	else
+		printf("truncated:       no\n");
+}
+
+static void json_u64(const char *key, uint64_t v, bool comma)
+{
+	printf("\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
+}
+
+static void json_s(const char *key, const char *v)
+{
+	printf("\"%s\":", key);
+	tool_json_str(stdout, v);
+	putchar(',');
+}
+
+static void print_json(const char *path, const struct reel_header *h, const struct info_acc *a,
+		       const struct reel_reader_stats *st)
+{
+	char b[64];
+	size_t i;
+	int t;
+
+	printf("{");
+	json_s("file", path);
+	printf("\"format_major\":%u,\"format_minor\":%u,", h->major, h->minor);
+	json_s("hostname", h->hostname);
+	json_s("kernel", h->kernel);
+	json_s("boot_id", h->boot_id);
+	json_u64("ncpu", h->ncpu, true);
+	json_u64("page_size", h->page_size, true);
+	json_u64("clock_id", h->clock_id, true);
+	json_u64("clock_mono_ns", h->clock.mono_ns, true);
+	json_u64("clock_real_ns", h->clock.real_ns, true);
+	json_s("cmdline", h->cmdline);
+	json_u64("abi_version", h->abi_version, true);
+	json_s("tool_version", h->tool_version);
+	json_u64("snaplen", h->snaplen, true);
+	json_u64("file_seq", h->file_seq, true);
+	json_u64("sample_format", h->sample_format, true);
+	if (a->have_ts) {
+		json_u64("first_ts_ns", a->ts_min, true);
+		json_u64("last_ts_ns", a->ts_max, true);
+		if (tool_have_clock(h)) {
+			json_s("first_time", tool_fmt_wall(a->ts_min, h, b, sizeof(b)));
+			json_s("last_time", tool_fmt_wall(a->ts_max, h, b, sizeof(b)));
+		}
+		json_u64("duration_ns", a->ts_max - a->ts_min, true);
+	}
+	json_u64("records", a->records, true);
+	printf("\"records_by_type\":{");
+	for (t = 1; t <= REEL_REC_MAX_KNOWN; t++)
+		json_u64(type_name(t), a->by_type[t], true);
+	json_u64("unknown", a->by_type[0], false);
+	printf("},\"records_by_cpu\":{");
+	for (i = 0; i < a->ncpus; i++) {
+		if (a->cpus[i].cpu == REEL_CPU_NONE)
+			printf("\"none\":");
+		else
+			printf("\"%u\":", a->cpus[i].cpu);
+		printf("%llu%s", (unsigned long long)a->cpus[i].n, i + 1 < a->ncpus ? "," : "");
+	}
+	printf("},");
+	json_u64("lost_records", a->lost_records, true);
+	json_u64("lost_samples", a->lost_samples, true);
+	json_u64("drop_records", a->drop_records, true);
+	json_u64("dropped_records", a->dropped_records, true);
+	json_u64("dropped_bytes", a->dropped_bytes, true);
+	printf("\"dropped_by_reason\":{");
+	for (i = 0, t = 0; i < NREASONS; i++) {
+		if (!a->reason_n[i])
+			continue;
+		printf("%s\"%s\":{\"records\":%llu,\"bytes\":%llu}", t++ ? "," : "",
+		       reason_names[i], (unsigned long long)a->reason_records[i],
+		       (unsigned long long)a->reason_bytes[i]);
+	}
+	printf("},");
+	json_u64("short_payloads", a->bad_payloads, true);
+	json_u64("blocks", st->blocks_ok, true);
+	json_u64("damaged_blocks", st->blocks_bad, true);
+	json_u64("file_bytes", st->file_size, true);
+	json_u64("compressed_bytes", st->bytes_comp, true);
+	json_u64("raw_bytes", st->bytes_raw, true);
+	printf("\"ratio\":%.3f,", ratio(st));
+	printf("\"clean_close\":%s,", st->clean_close ? "true" : "false");
+	printf("\"truncated\":%s,", st->truncated ? "true" : "false");
+	json_u64("trailing_bytes", st->trailing_bytes, false);
+	printf("}\n");
+}
+
+/* Returns an exit status for this file. */
+static int info_one(const char *path, bool json, bool first)
+{
+	struct reel_reader_stats st;
+	struct info_acc a = {0};
+	struct reel_record rec;
+	struct reel_reader *r;
+	int ret, status = EXIT_OK;
+
+	r = tool_open(path, false);
+	if (!r)
+		return EXIT_USAGE;
+	while ((ret = reel_reader__next(r, &rec)) != 0) {
+		if (ret < 0) {
+			tool_err("%s: damaged: %s", path, tool_read_errmsg(r, ret));
+			a.damaged++;
+			continue;
+		}
+		if (account(&a, &rec)) {
+			tool_err("%s: out of memory", path);
+			status = EXIT_USAGE;
+			goto out;
+		}
+	}
+	reel_reader__stats(r, &st);
+	if (json) {
+		print_json(path, reel_reader__header(r), &a, &st);
+	} else {
+		if (!first)
+			putchar('\n');
+		print_text(path, reel_reader__header(r), &a, &st);
+	}
+	if (a.damaged || st.blocks_bad || st.truncated || st.trailing_bytes)
+		status = EXIT_DAMAGE;
+out:
+	free(a.cpus);
+	reel_reader__close(r);
+	return status;
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	bool json = false;
+	int c, i, status = EXIT_OK;
+
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(info_usage, stdout);
+			return EXIT_OK;
+		default:
+			return tool_bad_option(argv, info_usage);
+		}
+	}
+	if (optind >= argc) {
+		tool_err("missing FILE");
+		fputs(info_usage, stderr);
+		return EXIT_USAGE;
+	}
+	for (i = optind; i < argc; i++) {
+		int s = info_one(argv[i], json, i == optind);
+
+		if (s > status)
+			status = s;
+		fflush(stdout);
+	}
+	return status;
+}

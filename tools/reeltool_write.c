@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The reeltool subcommands that write a new .reel file: recover, slice and
+ * merge. Outputs get the header facts of their (first) input, are created
+ * 0600, never through a symlink, and never over an existing file without -f.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reeltool.h"
+
+static const char recover_usage[] =
+	"usage: reeltool recover [-f] IN OUT\n"
+	"\n"
+	"Scans IN block by block (the footer index is not trusted) and writes every record\n"
+	"of every good block, in file order, to a new clean file OUT with IN's header (host,\n"
+	"kernel, boot id, clock pair, command line, ABI version, snaplen, file seq). Prints\n"
+	"each damaged block (number, offset, reason) and how many blocks and records were\n"
+	"recovered and lost.\n"
+	"\n"
+	"  -f, --force  overwrite OUT if it exists (never through a symlink)\n"
+	"  -h, --help   this help\n"
+	"\n"
+	"exit status: 0 OUT written (whatever IN lost), 1 OUT could not be written\n"
+	"completely, 2 usage, IN cannot be opened or OUT cannot be created.\n";
+
+static const char slice_usage[] =
+	"usage: reeltool slice [OPTIONS] IN OUT\n"
+	"\n"
+	"Copies the records of IN that match every given filter, in file order, to a new file\n"
+	"OUT with IN's header.\n"
+	"\n"
+	"  --from T       first record time, inclusive\n"
+	"  --to T         end time, exclusive\n"
+	"  --cpu N[,N]    only these CPUs ('none' = user-space records)\n"
+	"  --type T[,T]   only these record types (SAMPLE, LOST, DROP, PROC, CLOCK, STATS,\n"
+	"                 NOTE, or numbers)\n"
+	"  --no-context   do not keep the PROC/CLOCK context records (see below)\n"
+	"  -f, --force    overwrite OUT if it exists (never through a symlink)\n"
+	"  -h, --help     this help\n"
+	"\n"
+	"Context: decoding a slice needs the process table and clock pairs recorded before\n"
+	"it, so every PROC and CLOCK record with a time before --to (those before --from\n"
+	"included) is kept whatever --cpu and --type say, unless --no-context.\n"
+	"\n"
+	"Times T: +SECONDS after the first record (+1.5, +250ms), NANOSECONDS of\n"
+	"CLOCK_MONOTONIC, or RFC 3339 wall clock (2026-11-21T12:00:00.5Z) through IN's header\n"
+	"clock pair.\n"
+	"\n"
+	"exit status: 0 ok, 1 IN has damaged blocks (skipped) or OUT could not be written\n"
+	"completely, 2 usage, IN cannot be opened or OUT cannot be created.\n";
+
+static const char merge_usage[] =
+	"usage: reeltool merge [-f] [--force-abi] OUT IN...\n"
+	"\n"
+	"Merges the records of every IN in timestamp order into a new file OUT, with the\n"
+	"header of the first IN and a first NOTE record naming the sources. Refuses inputs\n"
+	"whose event ABI versions differ (the merged file has one ABI version) unless\n"
+	"--force-abi. Warns when boot ids differ: monotonic times of different boots do\n"
+	"not compare.\n"
+	"\n"
+	"  -f, --force    overwrite OUT if it exists (never through a symlink)\n"
+	"  --force-abi    merge inputs with different ABI versions anyway\n"
+	"  -h, --help     this help\n"
+	"\n"
+	"exit status: 0 ok, 1 an input has damaged blocks (skipped) or OUT could not be\n"
+	"written completely, 2 usage, an input cannot be opened, OUT cannot be created or\n"
+	"ABI versions differ.\n";
+
+static int missing_args(const char *what, const char *usage)
+{
+	tool_err("%s", what);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}
+
+/* ---- recover ---- */
+
+static int recover(const char *in, const char *out, bool force)
+{
+	struct reel_writer *w = NULL;
+	struct reel_reader_stats st;
+	struct reel_reader *r;
+	struct reel_record rec;
+	uint64_t records = 0, blocks = 0, bad = 0;
+	int64_t cur_block = -1;
+	int ret, status = EXIT_OK;
+
+	r = tool_open(in, true);
+	if (!r)
+		return EXIT_USAGE;
+	w = tool_create_output(out, force, reel_reader__header(r), 0, &in, 1);
+	if (!w) {
+		reel_reader__close(r);
+		return EXIT_USAGE;
+	}
+	while ((ret = reel_reader__next(r, &rec)) != 0) {
+		if (ret < 0) {
+			bad++;
+			printf("%s: lost: %s\n", in, tool_read_errmsg(r, ret));
+			continue;
+		}
+		if ((int64_t)rec.block != cur_block) {
+			/* keep IN's block boundaries: one output block per good input block */
+			if (cur_block >= 0 && (ret = reel_writer__flush(w)) < 0)
+				break;
+			cur_block = rec.block;
+			blocks++;
+		}
+		ret = tool_append(w, &rec);
+		if (ret < 0)
+			break;
+		records++;
+	}
+	if (ret < 0) {
+		tool_err("%s: write failed: %s", out, reel_strerror(ret));
+		tool_finish_output(w, out, true);
+		reel_reader__close(r);
+		return EXIT_DAMAGE;
+	}
+	if (tool_finish_output(w, out, true))
+		status = EXIT_DAMAGE;
+	reel_reader__stats(r, &st);
+	if (status == EXIT_OK)
+		printf("%s: recovered %" PRIu64 " blocks, %" PRIu64
+		       " records into %s; lost %" PRIu64 " damaged blocks and %" PRIu64
+		       " trailing bytes\n",
+		       in, blocks, records, out, bad, st.trailing_bytes);
+	reel_reader__close(r);
+	return status;
+}
+
+int cmd_recover(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	bool force = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			force = true;
+			break;
+		case 'h':
+			fputs(recover_usage, stdout);
+			return EXIT_OK;
+		default:
+			return tool_bad_option(argv, recover_usage);
+		}
+	}
+	if (argc - optind != 2)
+		return missing_args("want exactly IN and OUT", recover_usage);
+	return recover(argv[optind], argv[optind + 1], force);
+}
+
+/* ---- slice ---- */
+
+struct slice_opts {
+	struct tool_filter f;
+	struct tool_time from, to;
+	bool no_context, force;
+};
+
+static bool is_context(const struct slice_opts *o, const struct reel_record *rec)
+{
+	if (o->no_context)
+		return false;
+	if (rec->type != REEL_REC_PROC && rec->type != REEL_REC_CLOCK)
+		return false;
+	return !o->f.have_to || rec->ts_ns < o->f.to_ns;
+}
+
+static int slice(struct slice_opts *o, const char *in, const char *out)
+{
+	struct reel_writer *w = NULL;
+	struct reel_reader *r;
+	struct reel_record rec;
+	uint64_t t0 = 0, records = 0, context = 0, bad = 0;
+	int ret = 0, status = EXIT_OK;
+
+	r = tool_open(in, false);
+	if (!r)
+		return EXIT_USAGE;
+	tool_first_ts(r, &t0);
+	if (o->from.kind) {
+		if (tool_time_resolve(&o->from, t0, reel_reader__header(r), "--from",
+				      &o->f.from_ns)) {
+			status = EXIT_USAGE;
+			goto out;
+		}
+		o->f.have_from = true;
+	}
+	if (o->to.kind) {
+		if (tool_time_resolve(&o->to, t0, reel_reader__header(r), "--to", &o->f.to_ns)) {
+			status = EXIT_USAGE;
+			goto out;
+		}
+		o->f.have_to = true;
+	}
+	/* Without context records nothing before --from is needed: skip ahead. */
+	if (o->no_context && o->f.have_from && (ret = reel_reader__seek_time(r, o->f.from_ns)) < 0)
+		tool_err("%s: seek failed (%s): reading from the start", in,
+			 tool_read_errmsg(r, ret));
+	w = tool_create_output(out, o->force, reel_reader__header(r), 0, &in, 1);
+	if (!w) {
+		status = EXIT_USAGE;
+		goto out;
+	}
+	while ((ret = reel_reader__next(r, &rec)) != 0) {
+		bool ctx;
+
+		if (ret < 0) {
+			bad++;
+			tool_err("%s: damaged, skipped: %s", in, tool_read_errmsg(r, ret));
+			continue;
+		}
+		ctx = !tool_filter_match(&o->f, &rec) && is_context(o, &rec);
+		if (!ctx && !tool_filter_match(&o->f, &rec))
+			continue;
+		ret = tool_append(w, &rec);
+		if (ret < 0)
+			break;
+		records++;
+		context += ctx;
+	}
+	if (ret < 0) {
+		tool_err("%s: write failed: %s", out, reel_strerror(ret));
+		tool_finish_output(w, out, true);
+		status = EXIT_DAMAGE;
+		goto out;
+	}
+	if (tool_finish_output(w, out, true)) {
+		status = EXIT_DAMAGE;
+		goto out;
+	}
+	printf("%s: wrote %" PRIu64 " records (%" PRIu64 " of them PROC/CLOCK context) to %s\n", in,
+	       records, context, out);
+	if (bad)
+		status = EXIT_DAMAGE;
+out:
+	reel_reader__close(r);
+	return status;
+}
+
+int cmd_slice(int argc, char **argv)
+{
+	enum { O_TYPE = 256, O_CPU, O_FROM, O_TO, O_NOCTX };
+	static const struct option opts[] = {
+		{"type", required_argument, NULL, O_TYPE},  {"cpu", required_argument, NULL, O_CPU},
+		{"from", required_argument, NULL, O_FROM},  {"to", required_argument, NULL, O_TO},
+		{"no-context", no_argument, NULL, O_NOCTX}, {"force", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},	    {0},
+	};
+	struct slice_opts o = {.f.type_mask = ~0ull};
+	int c, status;
+
+	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+		switch (c) {
+		case O_TYPE:
+			if (tool_parse_types(optarg, &o.f.type_mask))
+				goto usage;
+			break;
+		case O_CPU:
+			if (tool_parse_cpus(optarg, &o.f.cpus, &o.f.ncpus))
+				goto usage;
+			break;
+		case O_FROM:
+			if (tool_time_parse(optarg, "--from", &o.from))
+				goto usage;
+			break;
+		case O_TO:
+			if (tool_time_parse(optarg, "--to", &o.to))
+				goto usage;
+			break;
+		case O_NOCTX:
+			o.no_context = true;
+			break;
+		case 'f':
+			o.force = true;
+			break;
+		case 'h':
+			free(o.f.cpus);
+			fputs(slice_usage, stdout);
+			return EXIT_OK;
+		default:
+			free(o.f.cpus);
+			return tool_bad_option(argv, slice_usage);
+		}
+	}
+	if (argc - optind != 2) {
+		tool_err("want exactly IN and OUT");
+		goto usage;
+	}
+	status = slice(&o, argv[optind], argv[optind + 1]);
+	free(o.f.cpus);
+	return status;
+usage:
+	free(o.f.cpus);
+	fputs(slice_usage, stderr);
+	return EXIT_USAGE;
+}
+
+/* ---- merge ---- */
+
+static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
+{
+	struct reel_reader **rs = calloc((size_t)n, sizeof(*rs));
+	const struct reel_header *h0;
+	struct reel_writer *w = NULL;
+	struct reel_merge *m = NULL;
+	struct reel_record rec;
+	uint64_t t0 = 0, records = 0, bad = 0;
+	bool have_t0 = false;
+	char *note = NULL;
+	size_t notelen = 0;
+	FILE *nf = NULL;
+	int i, ret = 0, status = EXIT_OK;
+
+	if (!rs) {
+		tool_err("out of memory");
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t ts;
+
+		rs[i] = tool_open(ins[i], false);
+		if (!rs[i]) {
+			status = EXIT_USAGE;
+			goto out;
+		}
+		if (tool_first_ts(rs[i], &ts) && (!have_t0 || ts < t0)) {
+			t0 = ts;
+			have_t0 = true;
+		}
+	}
+	h0 = reel_reader__header(rs[0]);
+	for (i = 1; i < n; i++) {
+		const struct reel_header *h = reel_reader__header(rs[i]);
+
+		if (h->abi_version != h0->abi_version) {
+			tool_err("%s: event ABI version %u differs from %s's %u%s", ins[i],
+				 h->abi_version, ins[0], h0->abi_version,
+				 force_abi ? " (--force-abi: merging anyway)"
+					   : ": refusing (--force-abi to merge anyway)");
+			if (!force_abi) {
+				status = EXIT_USAGE;
+				goto out;
+			}
+		}
+		if (strcmp(h->boot_id, h0->boot_id))
+			tool_err(
+				"warning: %s: boot id %s differs from %s's %s: their monotonic "
+				"times do not compare, the merged order is meaningless across them",
+				ins[i], h->boot_id[0] ? h->boot_id : "(none)", ins[0],
+				h0->boot_id[0] ? h0->boot_id : "(none)");
+	}
+	nf = open_memstream(&note, &notelen);
+	if (!nf) {
+		tool_err("out of memory");
+		status = EXIT_USAGE;
+		goto out;
+	}
+	fprintf(nf, "reeltool merge: merged from");
+	for (i = 0; i < n; i++)
+		fprintf(nf, " %s", ins[i]);
+	if (fclose(nf)) {
+		nf = NULL;
+		tool_err("out of memory");
+		status = EXIT_USAGE;
+		goto out;
+	}
+	w = tool_create_output(out, force, h0, 0, (const char *const *)ins, n);
+	if (!w) {
+		status = EXIT_USAGE;
+		goto out;
+	}
+	m = reel_merge__new(rs, n, NULL);
+	if (!m) {
+		tool_err("cannot merge: %s", reel_strerror(errno));
+		tool_finish_output(w, out, true);
+		status = EXIT_USAGE;
+		goto out;
+	}
+	ret = reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, t0, note, (uint32_t)notelen);
+	while (ret >= 0 && (ret = reel_merge__next(m, &rec)) != 0) {
+		if (ret < 0) {
+			bad++;
+			tool_merge_damage(m, ins, n, ret, "damaged, skipped");
+			ret = 0;
+			continue;
+		}
+		ret = tool_append(w, &rec);
+		records++;
+	}
+	if (ret < 0) {
+		tool_err("%s: write failed: %s", out, reel_strerror(ret));
+		tool_finish_output(w, out, true);
+		status = EXIT_DAMAGE;
+		goto out;
+	}
+	if (tool_finish_output(w, out, true)) {
+		status = EXIT_DAMAGE;
+		goto out;
+	}
+	printf("merged %d files, %" PRIu64 " records into %s\n", n, records, out);
+	if (reel_merge__out_of_order(m))
+		tool_err("%" PRIu64 " records written out of timestamp order (merge window full)",
+			 reel_merge__out_of_order(m));
+	if (bad)
+		status = EXIT_DAMAGE;
+out:
+	free(note);
+	reel_merge__free(m);
+	for (i = 0; i < n; i++)
+		reel_reader__close(rs[i]);
+	free(rs);
+	return status;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	enum { O_FORCE_ABI = 256 };
+	static const struct option opts[] = {
+		{"force", no_argument, NULL, 'f'},
+		{"force-abi", no_argument, NULL, O_FORCE_ABI},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	bool force = false, force_abi = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			force = true;
+			break;
+		case O_FORCE_ABI:
+			force_abi = true;
+			break;
+		case 'h':
+			fputs(merge_usage, stdout);
+			return EXIT_OK;
+		default:
+			return tool_bad_option(argv, merge_usage);
+		}
+	}
+	if (argc - optind < 2)
+		return missing_args("want OUT and at least one IN", merge_usage);
+	return merge(argv[optind], argv + optind + 1, argc - optind - 1, force, force_abi);
+}
