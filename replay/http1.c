@@ -1,0 +1,1029 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * HTTP/1.x parser: requests and responses, keep-alive and pipelining (a FIFO
+ * of requests waiting for their response), Content-Length, chunked bodies
+ * with trailers, bodies that end at close, responses without a body (HEAD,
+ * 1xx, 204, 304), 100-continue, Upgrade (101: h2c goes on in http2.c, other
+ * protocols are not parsed) and CONNECT tunnels. Header blocks are buffered up
+ * to H1_MAX_HDR; bodies are counted, never stored.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "l7_internal.h"
+
+#define H1_MAX_HDR  (64 * 1024)
+#define H1_MAX_LINE 8192 /* request/status line, chunk size line */
+#define H1_QUEUE    16
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN 24
+
+enum h1_state {
+	H1_START,   /* expecting a request/status line */
+	H1_BODY_CL, /* `remain` body bytes left */
+	H1_CHUNK_SIZE,
+	H1_CHUNK_DATA,
+	H1_CHUNK_CRLF,
+	H1_TRAILER,
+	H1_BODY_EOF,	 /* body runs to close */
+	H1_RESYNC,	 /* after a hole or an error: look for a message start */
+	H1_UPGRADE_WAIT, /* request dir after an Upgrade request */
+	H1_PASS,	 /* not HTTP/1 any more (websocket, tunnel, TLS...) */
+	H1_H2,		 /* h2c: bytes go to the HTTP/2 parser */
+};
+
+enum { NO = 0, YES = 1, MORE = 2 };
+
+struct h1_entry {
+	struct reel_txn t;
+	bool req_done, resp_done;
+	bool head_req, connect_req, h2c_req, upgrade_req;
+	char host[96];
+	char req_ct[64];
+	char resp_ct[64];
+};
+
+struct h1_dir {
+	struct l7_stream s;
+	enum h1_state state;
+	uint64_t remain;
+	uint64_t msg_pos;   /* stream position of the current message's first byte */
+	bool in_msg;	    /* headers parsed, body not finished */
+	bool prev_nl;	    /* RESYNC: the byte before the buffer was a line end */
+	size_t scanned;	    /* header-end search hint over the buffered bytes */
+	uint64_t last_ts;   /* time of the latest bytes */
+	uint64_t last_pos;  /* stream position after the latest bytes */
+	uint32_t hole_flag; /* REEL_TXNF_HOLE_REQ or _RESP */
+};
+
+struct h1_conn {
+	struct h1_dir d[2];
+	struct h1_entry q[H1_QUEUE];
+	uint64_t head, tail; /* absolute sequence numbers into q */
+	uint64_t req_seq;    /* entry of the request being read (if d[REQ].in_msg) */
+	uint64_t resp_seq;   /* entry of the response being read (if d[RESP].in_msg) */
+	bool resp_orphan;    /* the response being read has no request */
+	struct h1_entry orphan;
+	void *h2;
+	const struct reel_l7_emit *emit;
+};
+
+/* ---- byte classes ---- */
+
+static bool is_digit(uint8_t c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Line length up to and including '\n', 0 if none within the bound. */
+static size_t line_len(const uint8_t *p, size_t n, size_t bound)
+{
+	const uint8_t *nl = l7_find(p, n < bound ? n : bound, '\n');
+
+	return nl ? (size_t)(nl - p) + 1 : 0;
+}
+
+/* Strip CR LF / LF from a line length. */
+static size_t trim_eol(const uint8_t *p, size_t l)
+{
+	if (l && p[l - 1] == '\n')
+		l--;
+	if (l && p[l - 1] == '\r')
+		l--;
+	return l;
+}
+
+/* Does p start "HTTP/d.d"? NO, YES or MORE. */
+static int check_version(const uint8_t *p, size_t n, bool http1_only)
+{
+	static const char v[] = "HTTP/1.1";
+
+	for (size_t i = 0; i < 8; i++) {
+		if (i >= n)
+			return MORE;
+		if (i == 5 || i == 7) {
+			if (!is_digit(p[i]) || (i == 5 && http1_only && p[i] != '1'))
+				return NO;
+		} else if (p[i] != (uint8_t)v[i]) {
+			return NO;
+		}
+	}
+	return YES;
+}
+
+/* A request line at p: "METHOD SP target SP HTTP/1.x EOL". */
+static int check_request_line(const uint8_t *p, size_t n)
+{
+	size_t i = 0, t, l;
+
+	for (; i < n && i < 24 && p[i] != ' '; i++)
+		if (!(p[i] >= 'A' && p[i] <= 'Z') && p[i] != '-' && p[i] != '_')
+			return NO;
+	if (i == n)
+		return MORE;
+	if (i == 0 || i >= 24)
+		return NO;
+	/* PRI * HTTP/2.0 is the HTTP/2 preface, not a request. */
+	if (i == 3 && !memcmp(p, "PRI", 3))
+		return NO;
+	t = ++i;
+	for (; i < n && i < H1_MAX_LINE && p[i] != ' '; i++)
+		if (p[i] == 0 || p[i] == '\r' || p[i] == '\n')
+			return NO; /* lenient: other controls are sanitised later */
+	if (i == n)
+		return n >= H1_MAX_LINE ? NO : MORE;
+	if (i == t || i >= H1_MAX_LINE)
+		return NO;
+	i++;
+	switch (check_version(p + i, n - i, true)) {
+	case NO:
+		return NO;
+	case MORE:
+		return MORE;
+	}
+	i += 8;
+	if (i == n)
+		return MORE;
+	if (p[i] == '\n')
+		return YES;
+	if (p[i] != '\r')
+		return NO;
+	if (++i == n)
+		return MORE;
+	l = p[i] == '\n';
+	return l ? YES : NO;
+}
+
+/* A status line at p: "HTTP/1.x SP ddd (SP reason)? EOL". */
+static int check_status_line(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	switch (check_version(p, n, true)) {
+	case NO:
+		return NO;
+	case MORE:
+		return MORE;
+	}
+	for (i = 8; i < 12; i++) {
+		if (i >= n)
+			return MORE;
+		if (i == 8 ? p[i] != ' ' : !is_digit(p[i]))
+			return NO;
+	}
+	if (i >= n)
+		return MORE;
+	if (p[i] != ' ' && p[i] != '\r' && p[i] != '\n')
+		return NO;
+	if (line_len(p, n, H1_MAX_LINE))
+		return YES;
+	return n >= H1_MAX_LINE ? NO : MORE;
+}
+
+static int check_start(const uint8_t *p, size_t n, int dir)
+{
+	return dir == REEL_L7_REQ ? check_request_line(p, n) : check_status_line(p, n);
+}
+
+static const char *const methods[] = {
+	"GET ",	  "POST ",    "PUT ",	   "HEAD ",	 "DELETE ", "OPTIONS ", "PATCH ",
+	"TRACE ", "CONNECT ", "PROPFIND ", "PROPPATCH ", "MKCOL ",  "COPY ",	"MOVE ",
+	"LOCK ",  "UNLOCK ",  "REPORT ",   "PURGE ",	 "SEARCH ",
+};
+
+/*
+ * Bodies rarely end with a line end, so a message may start anywhere; away
+ * from a line start only a well-known method or "HTTP/1." is believed.
+ */
+static int check_known_start(const uint8_t *p, size_t n, int dir)
+{
+	const char *const *set = methods;
+	size_t nset = sizeof(methods) / sizeof(methods[0]);
+	static const char *const resp[] = {"HTTP/1."};
+	bool more = false;
+
+	if (dir == REEL_L7_RESP) {
+		set = resp;
+		nset = 1;
+	}
+	for (size_t i = 0; i < nset; i++) {
+		size_t l = strlen(set[i]);
+
+		if (n >= l && !memcmp(p, set[i], l))
+			return check_start(p, n, dir);
+		if (n < l && !memcmp(p, set[i], n))
+			more = true;
+	}
+	return more ? MORE : NO;
+}
+
+/* ---- transactions ---- */
+
+static struct h1_entry *entry(struct h1_conn *c, uint64_t seq)
+{
+	return &c->q[seq % H1_QUEUE];
+}
+
+static void finish_detail(struct h1_entry *e)
+{
+	const char *ct = e->resp_ct[0] ? e->resp_ct : e->req_ct;
+
+	if (e->host[0])
+		l7_appendf(e->t.detail, sizeof(e->t.detail), "%shost=%s", e->t.detail[0] ? " " : "",
+			   e->host);
+	if (ct[0])
+		l7_appendf(e->t.detail, sizeof(e->t.detail), "%sctype=%s",
+			   e->t.detail[0] ? " " : "", ct);
+}
+
+static void emit_entry(struct h1_conn *c, struct h1_entry *e)
+{
+	finish_detail(e);
+	if (c->emit && c->emit->txn)
+		c->emit->txn(c->emit->ctx, &e->t);
+}
+
+/* Emits finished entries from the head of the queue, in order. */
+static void flush(struct h1_conn *c)
+{
+	while (c->head < c->tail) {
+		struct h1_entry *e = entry(c, c->head);
+
+		if (!e->req_done || !e->resp_done)
+			break;
+		emit_entry(c, e);
+		c->head++;
+	}
+}
+
+static void force_pop(struct h1_conn *c)
+{
+	struct h1_entry *e = entry(c, c->head);
+
+	if (!e->resp_done)
+		e->t.flags |= REEL_TXNF_NO_RESP;
+	if (!e->req_done)
+		e->t.flags |= REEL_TXNF_PARTIAL;
+	if (c->d[REEL_L7_RESP].in_msg && !c->resp_orphan && c->resp_seq == c->head) {
+		/* The response being read loses its request: keep it as orphan. */
+		c->orphan = *e;
+		c->resp_orphan = true;
+	}
+	if (c->d[REEL_L7_REQ].in_msg && c->req_seq == c->head)
+		c->d[REEL_L7_REQ].in_msg = false;
+	emit_entry(c, e);
+	c->head++;
+}
+
+static struct h1_entry *push_entry(struct h1_conn *c)
+{
+	struct h1_entry *e;
+
+	if (c->tail - c->head == H1_QUEUE)
+		force_pop(c);
+	e = entry(c, c->tail++);
+	memset(e, 0, sizeof(*e));
+	l7_txn_init(&e->t, REEL_PROTO_HTTP1);
+	return e;
+}
+
+/* The oldest request still waiting for its response; NULL if none. */
+static struct h1_entry *resp_target(struct h1_conn *c, uint64_t *seq)
+{
+	for (uint64_t s = c->head; s < c->tail; s++) {
+		struct h1_entry *e = entry(c, s);
+
+		if (!e->resp_done) {
+			*seq = s;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static struct h1_entry *cur_resp(struct h1_conn *c)
+{
+	return c->resp_orphan ? &c->orphan : entry(c, c->resp_seq);
+}
+
+static void finish_resp(struct h1_conn *c, uint64_t end_pos, uint64_t end_ts)
+{
+	struct h1_dir *d = &c->d[REEL_L7_RESP];
+	struct h1_entry *e = cur_resp(c);
+
+	if (!d->in_msg)
+		return;
+	d->in_msg = false;
+	e->t.resp_end_ts = end_ts;
+	e->t.resp_bytes = end_pos - e->t.resp_stream_pos;
+	e->resp_done = true;
+	if (c->resp_orphan) {
+		c->resp_orphan = false;
+		emit_entry(c, e);
+		return;
+	}
+	flush(c);
+}
+
+static void finish_req(struct h1_conn *c, uint64_t end_pos, uint64_t end_ts)
+{
+	struct h1_entry *e = entry(c, c->req_seq);
+
+	if (!c->d[REEL_L7_REQ].in_msg)
+		return;
+	c->d[REEL_L7_REQ].in_msg = false;
+	e->t.req_end_ts = end_ts;
+	e->t.req_bytes = end_pos - e->t.req_stream_pos;
+	e->req_done = true;
+	flush(c);
+}
+
+/* End of the current message of `dir` at stream position end_pos. */
+static void finish_msg(struct h1_conn *c, int dir, uint64_t end_pos)
+{
+	struct h1_dir *d = &c->d[dir];
+	uint64_t ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+
+	if (dir == REEL_L7_REQ)
+		finish_req(c, end_pos, ts);
+	else
+		finish_resp(c, end_pos, ts);
+}
+
+/* ---- header block ---- */
+
+struct h1_head {
+	const uint8_t *method, *target;
+	size_t method_len, target_len;
+	int status;
+	bool chunked, has_cl, conn_upgrade, expect;
+	uint64_t cl;
+	const uint8_t *upgrade, *host, *ctype;
+	size_t upgrade_len, host_len, ctype_len;
+};
+
+static bool has_token(const uint8_t *v, size_t n, const char *tok)
+{
+	size_t l = strlen(tok);
+
+	for (size_t i = 0; i + l <= n; i++)
+		if ((i == 0 || v[i - 1] == ' ' || v[i - 1] == ',' || v[i - 1] == '\t') &&
+		    l7_span_ieq(v + i, n - i, tok) &&
+		    (i + l == n || v[i + l] == ',' || v[i + l] == ' ' || v[i + l] == '\t' ||
+		     v[i + l] == ';'))
+			return true;
+	return false;
+}
+
+/* Parses the header fields of a block whose first line is already checked. */
+static bool parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
+{
+	size_t l = line_len(p, n, n), i;
+
+	memset(h, 0, sizeof(*h));
+	if (dir == REEL_L7_REQ) {
+		const uint8_t *sp = l7_find(p, l, ' '), *sp2;
+
+		h->method = p;
+		h->method_len = (size_t)(sp - p);
+		h->target = sp + 1;
+		sp2 = l7_find(h->target, l - h->method_len - 1, ' ');
+		h->target_len = (size_t)(sp2 - h->target);
+	} else {
+		h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	}
+	for (i = l; i < n;) {
+		size_t ll = line_len(p + i, n - i, n - i), vl, nl;
+		const uint8_t *line = p + i, *colon, *v;
+
+		if (!ll)
+			break;
+		i += ll;
+		ll = trim_eol(line, ll);
+		if (!ll)
+			break;
+		if (line[0] == ' ' || line[0] == '\t')
+			continue; /* obsolete line folding */
+		colon = l7_find(line, ll, ':');
+		if (!colon)
+			continue;
+		nl = (size_t)(colon - line);
+		v = colon + 1;
+		vl = ll - nl - 1;
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+#define NAME_IS(s) (nl == sizeof(s) - 1 && l7_span_ieq(line, nl, s))
+		if (NAME_IS("content-length")) {
+			uint64_t cl;
+
+			/* Conflicting lengths: the message cannot be framed. */
+			if (!l7_parse_u64(v, vl, &cl) || (h->has_cl && cl != h->cl))
+				return false;
+			h->has_cl = true;
+			h->cl = cl;
+		} else if (NAME_IS("transfer-encoding")) {
+			if (has_token(v, vl, "chunked"))
+				h->chunked = true;
+		} else if (NAME_IS("connection")) {
+			if (has_token(v, vl, "upgrade"))
+				h->conn_upgrade = true;
+		} else if (NAME_IS("upgrade")) {
+			h->upgrade = v;
+			h->upgrade_len = vl;
+		} else if (NAME_IS("host")) {
+			h->host = v;
+			h->host_len = vl;
+		} else if (NAME_IS("content-type")) {
+			h->ctype = v;
+			h->ctype_len = vl;
+		} else if (NAME_IS("expect")) {
+			h->expect = true;
+		}
+#undef NAME_IS
+	}
+	return true;
+}
+
+/* End of the header block: length up to and including the blank line. */
+static size_t find_head_end(struct h1_dir *d, const uint8_t *p, size_t n)
+{
+	size_t lim = n < H1_MAX_HDR ? n : H1_MAX_HDR;
+	size_t i = d->scanned;
+
+	for (; i < lim; i++) {
+		if (p[i] != '\n')
+			continue;
+		if (i + 1 < lim && p[i + 1] == '\n')
+			return i + 2;
+		if (i + 2 < lim && p[i + 1] == '\r' && p[i + 2] == '\n')
+			return i + 3;
+		if (i + 2 >= lim)
+			break; /* undecided: look at this '\n' again */
+	}
+	d->scanned = i;
+	return 0;
+}
+
+/* ---- state machine ---- */
+
+static size_t consume(void *st, int dir, const uint8_t *p, size_t n);
+
+static void to_resync(struct h1_dir *d)
+{
+	d->state = H1_RESYNC;
+	d->in_msg = false;
+	d->scanned = 0;
+}
+
+static void ensure_h2(struct h1_conn *c, const struct reel_txn *req)
+{
+	if (!c->h2)
+		c->h2 = reel_h2_new_upgraded(req);
+}
+
+/* Body framing after a header block. */
+static void start_body(struct h1_conn *c, int dir, const struct h1_head *h, bool no_body,
+		       uint64_t end_pos)
+{
+	struct h1_dir *d = &c->d[dir];
+
+	if (no_body) {
+		d->state = H1_START;
+		finish_msg(c, dir, end_pos);
+	} else if (h->chunked) {
+		d->state = H1_CHUNK_SIZE;
+	} else if (h->has_cl) {
+		d->remain = h->cl;
+		d->state = H1_BODY_CL;
+		if (!h->cl) {
+			d->state = H1_START;
+			finish_msg(c, dir, end_pos);
+		}
+	} else if (dir == REEL_L7_RESP) {
+		d->state = H1_BODY_EOF;
+	} else {
+		d->state = H1_START;
+		finish_msg(c, dir, end_pos);
+	}
+}
+
+static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struct h1_head *h)
+{
+	struct h1_dir *d = &c->d[REEL_L7_REQ];
+	struct h1_entry *e = push_entry(c);
+	uint64_t pos = d->s.pos;
+
+	c->req_seq = c->tail - 1;
+	d->in_msg = true;
+	e->t.req_ts = l7_stream_ts(&d->s, pos);
+	e->t.req_stream_pos = pos;
+	l7_copy_text(e->t.method, sizeof(e->t.method), h->method, h->method_len);
+	l7_copy_text(e->t.target, sizeof(e->t.target), h->target, h->target_len);
+	if (h->host)
+		l7_copy_text(e->host, sizeof(e->host), h->host, h->host_len);
+	if (h->ctype)
+		l7_copy_text(e->req_ct, sizeof(e->req_ct), h->ctype, h->ctype_len);
+	e->head_req = h->method_len == 4 && !memcmp(h->method, "HEAD", 4);
+	e->connect_req = h->method_len == 7 && !memcmp(h->method, "CONNECT", 7);
+	e->upgrade_req = h->upgrade && h->conn_upgrade;
+	e->h2c_req = e->upgrade_req && has_token(h->upgrade, h->upgrade_len, "h2c");
+	(void)p;
+	start_body(c, REEL_L7_REQ, h, false, pos + hl);
+	if (d->state == H1_START && (e->upgrade_req || e->connect_req))
+		d->state = H1_UPGRADE_WAIT;
+}
+
+static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struct h1_head *h)
+{
+	struct h1_dir *d = &c->d[REEL_L7_RESP];
+	uint64_t pos = d->s.pos, seq = 0;
+	struct h1_entry *e;
+	bool no_body;
+
+	(void)p;
+	if (!d->in_msg) {
+		/* First header block of this response (1xx come before the final one). */
+		e = resp_target(c, &seq);
+		if (e) {
+			c->resp_seq = seq;
+			c->resp_orphan = false;
+		} else {
+			memset(&c->orphan, 0, sizeof(c->orphan));
+			l7_txn_init(&c->orphan.t, REEL_PROTO_HTTP1);
+			c->orphan.t.flags |= REEL_TXNF_NO_REQ;
+			c->resp_orphan = true;
+			e = &c->orphan;
+		}
+		e->t.resp_ts = l7_stream_ts(&d->s, pos);
+		e->t.resp_stream_pos = pos;
+		d->in_msg = true;
+	}
+	e = cur_resp(c);
+	e->t.status = h->status;
+	if (h->ctype)
+		l7_copy_text(e->resp_ct, sizeof(e->resp_ct), h->ctype, h->ctype_len);
+	if (h->status == 101) {
+		bool h2c = h->upgrade && has_token(h->upgrade, h->upgrade_len, "h2c");
+		struct h1_dir *rq = &c->d[REEL_L7_REQ];
+
+		if (h2c) {
+			ensure_h2(c, &e->t);
+			d->state = H1_H2;
+		} else {
+			d->state = H1_PASS;
+		}
+		if (rq->state == H1_UPGRADE_WAIT && !h2c)
+			rq->state = H1_PASS;
+		finish_msg(c, REEL_L7_RESP, pos + hl);
+		return;
+	}
+	if (h->status >= 100 && h->status < 200) {
+		d->state = H1_START; /* interim: the final response follows */
+		return;
+	}
+	if (!c->resp_orphan && e->connect_req && h->status >= 200 && h->status < 300) {
+		d->state = H1_PASS;
+		finish_msg(c, REEL_L7_RESP, pos + hl);
+		return;
+	}
+	no_body = (!c->resp_orphan && e->head_req) || h->status == 204 || h->status == 304;
+	start_body(c, REEL_L7_RESP, h, no_body, pos + hl);
+}
+
+static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	struct h1_dir *d = &c->d[dir];
+	struct h1_head h;
+	size_t hl;
+
+	/* Stray line ends between messages are allowed (and skipped). */
+	if (p[0] == '\r' || p[0] == '\n')
+		return 1;
+	switch (check_start(p, n, dir)) {
+	case MORE:
+		return 0;
+	case NO:
+		d->prev_nl = false;
+		to_resync(d);
+		return 1;
+	}
+	hl = find_head_end(d, p, n);
+	if (!hl) {
+		if (n < H1_MAX_HDR)
+			return 0;
+		/* Oversized header block: note it on a transaction and resync. */
+		d->scanned = 0;
+		if (dir == REEL_L7_REQ) {
+			struct h1_entry *e = push_entry(c);
+			const uint8_t *sp = l7_find(p, n, ' ');
+
+			e->t.req_ts = l7_stream_ts(&d->s, d->s.pos);
+			e->t.req_stream_pos = d->s.pos;
+			l7_copy_text(e->t.method, sizeof(e->t.method), p, (size_t)(sp - p));
+			e->t.flags |= REEL_TXNF_ERROR;
+			l7_appendf(e->t.detail, sizeof(e->t.detail), "header block > %d bytes",
+				   H1_MAX_HDR);
+			e->req_done = true;
+		} else {
+			uint64_t seq;
+			struct h1_entry *e = resp_target(c, &seq);
+
+			if (e) {
+				e->t.flags |= REEL_TXNF_ERROR;
+				l7_appendf(e->t.detail, sizeof(e->t.detail),
+					   "header block > %d bytes", H1_MAX_HDR);
+				e->resp_done = true;
+			}
+		}
+		flush(c);
+		d->prev_nl = false;
+		to_resync(d);
+		return 1;
+	}
+	d->scanned = 0;
+	if (!parse_head(p, hl, dir, &h)) {
+		d->prev_nl = false;
+		to_resync(d);
+		return 1;
+	}
+	if (dir == REEL_L7_REQ)
+		req_head(c, p, hl, &h);
+	else
+		resp_head(c, p, hl, &h);
+	return hl;
+}
+
+static size_t do_resync(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	struct h1_dir *d = &c->d[dir];
+
+	for (size_t i = 0; i < n; i++) {
+		bool bol = i == 0 ? d->prev_nl : p[i - 1] == '\n';
+
+		switch (bol ? check_start(p + i, n - i, dir)
+			    : check_known_start(p + i, n - i, dir)) {
+		case NO:
+			continue;
+		case MORE:
+			if (i)
+				d->prev_nl = bol;
+			return i;
+		case YES:
+			if (i) {
+				d->prev_nl = bol;
+				return i;
+			}
+			d->state = H1_START;
+			return consume(c, dir, p, n);
+		}
+	}
+	d->prev_nl = p[n - 1] == '\n';
+	return n;
+}
+
+static size_t do_upgrade_wait(struct h1_conn *c, const uint8_t *p, size_t n)
+{
+	struct h1_dir *d = &c->d[REEL_L7_REQ];
+	size_t m = n < H2_PREFACE_LEN ? n : H2_PREFACE_LEN;
+
+	if (!memcmp(p, h2_preface, m)) {
+		uint64_t seq;
+		struct h1_entry *e;
+
+		if (m < H2_PREFACE_LEN)
+			return 0;
+		e = c->head < c->tail ? entry(c, c->tail - 1) : NULL;
+		(void)seq;
+		ensure_h2(c, e ? &e->t : NULL);
+		d->state = H1_H2;
+		return consume(c, REEL_L7_REQ, p, n);
+	}
+	switch (check_request_line(p, n)) {
+	case MORE:
+		return 0;
+	case YES:
+		d->state = H1_START;
+		return consume(c, REEL_L7_REQ, p, n);
+	}
+	d->state = H1_PASS;
+	return n;
+}
+
+static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
+{
+	struct h1_conn *c = st;
+	struct h1_dir *d = &c->d[dir];
+	size_t l, k;
+	uint64_t v = 0;
+
+	switch (d->state) {
+	case H1_START:
+		return do_start(c, dir, p, n);
+	case H1_BODY_CL:
+	case H1_CHUNK_DATA:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		if (!d->remain) {
+			if (d->state == H1_CHUNK_DATA) {
+				d->state = H1_CHUNK_CRLF;
+			} else {
+				d->state = H1_START;
+				finish_msg(c, dir, d->s.pos + k);
+			}
+		}
+		return k;
+	case H1_CHUNK_SIZE:
+		l = line_len(p, n, H1_MAX_LINE);
+		if (!l) {
+			if (n < H1_MAX_LINE)
+				return 0;
+			goto bad;
+		}
+		k = 0;
+		while (k < l && k < 16 &&
+		       ((p[k] >= '0' && p[k] <= '9') ||
+			((p[k] | 0x20) >= 'a' && (p[k] | 0x20) <= 'f'))) {
+			uint8_t ch = p[k] | 0x20;
+
+			v = v * 16 + (uint64_t)(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+			k++;
+		}
+		if (!k ||
+		    (p[k] != ';' && p[k] != '\r' && p[k] != '\n' && p[k] != ' ' && p[k] != '\t'))
+			goto bad;
+		d->remain = v;
+		d->state = v ? H1_CHUNK_DATA : H1_TRAILER;
+		return l;
+	case H1_CHUNK_CRLF:
+		if (p[0] == '\n') {
+			d->state = H1_CHUNK_SIZE;
+			return 1;
+		}
+		if (p[0] != '\r')
+			goto bad;
+		if (n < 2)
+			return 0;
+		if (p[1] != '\n')
+			goto bad;
+		d->state = H1_CHUNK_SIZE;
+		return 2;
+	case H1_TRAILER:
+		l = line_len(p, n, H1_MAX_HDR);
+		if (!l) {
+			if (n < H1_MAX_HDR)
+				return 0;
+			goto bad;
+		}
+		if (trim_eol(p, l) == 0) {
+			d->state = H1_START;
+			finish_msg(c, dir, d->s.pos + l);
+		}
+		return l;
+	case H1_BODY_EOF:
+	case H1_PASS:
+		return n;
+	case H1_RESYNC:
+		return do_resync(c, dir, p, n);
+	case H1_UPGRADE_WAIT:
+		return do_upgrade_wait(c, p, n);
+	case H1_H2:
+		if (c->h2)
+			reel_l7_http2.data(c->h2, (enum reel_l7_dir)dir, d->last_ts, d->s.pos, p, n,
+					   c->emit);
+		return n;
+	}
+	return n;
+bad:
+	/* Broken chunk framing: the message ends here, flagged. */
+	if (d->in_msg) {
+		struct h1_entry *e = dir == REEL_L7_REQ ? entry(c, c->req_seq) : cur_resp(c);
+
+		e->t.flags |= REEL_TXNF_ERROR;
+		l7_appendf(e->t.detail, sizeof(e->t.detail), "bad chunk framing");
+		finish_msg(c, dir, d->s.pos);
+	}
+	d->prev_nl = false;
+	to_resync(d);
+	return 1;
+}
+
+/* ---- parser interface ---- */
+
+static void *h1_new(bool datagram)
+{
+	struct h1_conn *c = calloc(1, sizeof(*c));
+
+	(void)datagram;
+	if (!c)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		l7_stream_init(&c->d[i].s, H1_MAX_HDR);
+		c->d[i].hole_flag = i == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
+	}
+	return c;
+}
+
+static void h1_free(void *st)
+{
+	struct h1_conn *c = st;
+
+	if (!c)
+		return;
+	for (int i = 0; i < 2; i++)
+		l7_stream_free(&c->d[i].s);
+	if (c->h2)
+		reel_l7_http2.free_state(c->h2);
+	free(c);
+}
+
+static void h1_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
+		    size_t len, const struct reel_l7_emit *emit)
+{
+	struct h1_conn *c = st;
+	struct h1_dir *d;
+
+	if (!c || (unsigned)dir > 1 || !len)
+		return;
+	d = &c->d[dir];
+	c->emit = emit;
+	d->last_ts = ts;
+	d->last_pos = pos + len;
+	l7_stream_feed(&d->s, c, dir, ts, pos, data, len, consume);
+}
+
+/* Salvages the request line of a header block cut by a hole or the end. */
+static void partial_request(struct h1_conn *c, uint32_t flag)
+{
+	struct h1_dir *d = &c->d[REEL_L7_REQ];
+	const uint8_t *p = d->s.buf + d->s.off;
+	struct h1_entry *e = push_entry(c);
+
+	e->t.flags |= flag;
+	e->t.req_stream_pos = d->s.pos;
+	e->t.req_ts = l7_stream_ts(&d->s, d->s.pos);
+	e->t.req_end_ts = d->last_ts;
+	e->t.req_bytes = d->s.len;
+	e->req_done = true;
+	if (d->state == H1_START && d->s.len && check_request_line(p, d->s.len) == YES) {
+		const uint8_t *sp = l7_find(p, d->s.len, ' ');
+		const uint8_t *t = sp + 1;
+		const uint8_t *sp2 = l7_find(t, d->s.len - (size_t)(t - p), ' ');
+
+		l7_copy_text(e->t.method, sizeof(e->t.method), p, (size_t)(sp - p));
+		l7_copy_text(e->t.target, sizeof(e->t.target), t, (size_t)(sp2 - t));
+	}
+}
+
+static void partial_response(struct h1_conn *c, uint32_t flag)
+{
+	struct h1_dir *d = &c->d[REEL_L7_RESP];
+	const uint8_t *p = d->s.buf + d->s.off;
+	uint64_t seq;
+	struct h1_entry *e = resp_target(c, &seq);
+
+	if (!e)
+		return;
+	e->t.flags |= flag;
+	e->t.resp_stream_pos = d->s.pos;
+	e->t.resp_ts = l7_stream_ts(&d->s, d->s.pos);
+	e->t.resp_end_ts = d->last_ts;
+	e->t.resp_bytes = d->s.len;
+	if (d->state == H1_START && d->s.len >= 12 && check_status_line(p, d->s.len) != NO)
+		e->t.status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	e->resp_done = true;
+}
+
+static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
+		    const struct reel_l7_emit *emit)
+{
+	struct h1_conn *c = st;
+	struct h1_dir *d;
+
+	if (!c || (unsigned)dir > 1)
+		return;
+	d = &c->d[dir];
+	c->emit = emit;
+	if (d->state == H1_H2) {
+		if (c->h2)
+			reel_l7_http2.hole(c->h2, dir, ts, pos, len, emit);
+		l7_stream_hole(&d->s, ts, pos, len);
+		return;
+	}
+	if (d->state == H1_PASS) {
+		l7_stream_hole(&d->s, ts, pos, len);
+		return;
+	}
+	if (d->in_msg) {
+		struct h1_entry *e = dir == REEL_L7_REQ ? entry(c, c->req_seq) : cur_resp(c);
+
+		e->t.flags |= d->hole_flag;
+		if (d->state == H1_BODY_EOF ||
+		    ((d->state == H1_BODY_CL || d->state == H1_CHUNK_DATA) && d->remain >= len)) {
+			/* The hole is inside a body of known size: still in sync. */
+			if (d->state != H1_BODY_EOF)
+				d->remain -= len;
+			if (d->state == H1_BODY_CL && !d->remain) {
+				d->state = H1_START;
+				finish_msg(c, dir, pos + len);
+			} else if (d->state == H1_CHUNK_DATA && !d->remain) {
+				d->state = H1_CHUNK_CRLF;
+			}
+			l7_stream_hole(&d->s, ts, pos, len);
+			return;
+		}
+		finish_msg(c, dir, pos + len);
+	} else if (d->state != H1_RESYNC) {
+		/* Between messages or inside a header block: a message was hit. */
+		if (dir == REEL_L7_REQ)
+			partial_request(c, REEL_TXNF_HOLE_REQ);
+		else
+			partial_response(c, REEL_TXNF_HOLE_RESP);
+		flush(c);
+	}
+	to_resync(d);
+	d->prev_nl = true; /* chunks often start at message boundaries */
+	l7_stream_hole(&d->s, ts, pos, len);
+}
+
+static void h1_close(void *st, uint64_t ts, const struct reel_l7_emit *emit)
+{
+	struct h1_conn *c = st;
+
+	if (!c)
+		return;
+	c->emit = emit;
+	for (int dir = 0; dir < 2; dir++) {
+		struct h1_dir *d = &c->d[dir];
+
+		if (d->state == H1_H2 || d->state == H1_PASS)
+			continue;
+		if (d->in_msg) {
+			struct h1_entry *e =
+				dir == REEL_L7_REQ ? entry(c, c->req_seq) : cur_resp(c);
+
+			if (d->state != H1_BODY_EOF)
+				e->t.flags |= REEL_TXNF_PARTIAL;
+			if (dir == REEL_L7_REQ)
+				finish_req(c, d->last_pos, d->last_ts);
+			else
+				finish_resp(c, d->last_pos, d->last_ts);
+		} else if (d->s.len && d->state == H1_START) {
+			if (dir == REEL_L7_REQ)
+				partial_request(c, REEL_TXNF_PARTIAL);
+			else
+				partial_response(c, REEL_TXNF_PARTIAL);
+		}
+	}
+	while (c->head < c->tail)
+		force_pop(c);
+	if (c->h2)
+		reel_l7_http2.close(c->h2, ts, emit);
+	(void)ts;
+}
+
+static int h1_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port, int l4)
+{
+	int score = 0, bonus = (port == 80 || port == 8080 || port == 8000) ? 5 : 0;
+
+	if (l4 == 17 || !data || !len)
+		return 0;
+	if (dir == REEL_L7_RESP) {
+		switch (check_status_line(data, len)) {
+		case YES:
+			return 95;
+		case MORE:
+			return len >= 8 ? 80 : 30 + bonus;
+		default:
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		size_t ml = strlen(methods[i]);
+
+		if (len >= ml && !memcmp(data, methods[i], ml))
+			score = 80;
+		else if (len < ml && !memcmp(data, methods[i], len))
+			score = score > 30 ? score : 30;
+	}
+	switch (check_request_line(data, len)) {
+	case YES:
+		return 95;
+	case NO:
+		return 0;
+	}
+	return score ? score + bonus : 0;
+}
+
+const struct reel_l7_parser reel_l7_http1 = {
+	.proto = REEL_PROTO_HTTP1,
+	.name = "http1",
+	.detect = h1_detect,
+	.new_state = h1_new,
+	.free_state = h1_free,
+	.data = h1_data,
+	.hole = h1_hole,
+	.close = h1_close,
+};

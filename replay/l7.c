@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * L7 parser registry, protocol detection and the helpers the parsers share
+ * (stream unit buffering, sanitised text copies).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "l7_internal.h"
+
+/*
+ * Priority order: the most specific signatures first, so that a tie between
+ * two parsers goes to the one whose signature is harder to hit by chance.
+ */
+const struct reel_l7_parser *const reel_l7_parsers[] = {
+	&reel_l7_http2,
+	&reel_l7_http1,
+	NULL,
+};
+
+const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir,
+					    uint16_t port, int l4)
+{
+	const struct reel_l7_parser *best = NULL;
+	int best_score = 49;
+
+	if (!data || !len)
+		return NULL;
+	for (size_t i = 0; reel_l7_parsers[i]; i++) {
+		int s = reel_l7_parsers[i]->detect(data, len, dir, port, l4);
+
+		if (s > best_score) {
+			best_score = s;
+			best = reel_l7_parsers[i];
+		}
+	}
+	return best;
+}
+
+const struct reel_l7_parser *reel_l7_by_proto(enum reel_proto p)
+{
+	for (size_t i = 0; reel_l7_parsers[i]; i++)
+		if (reel_l7_parsers[i]->proto == p)
+			return reel_l7_parsers[i];
+	return NULL;
+}
+
+static const char *const proto_names[REEL_PROTO_MAX] = {
+	[REEL_PROTO_UNKNOWN] = "unknown", [REEL_PROTO_HTTP1] = "http1",
+	[REEL_PROTO_HTTP2] = "http2",	  [REEL_PROTO_DNS] = "dns",
+	[REEL_PROTO_REDIS] = "redis",	  [REEL_PROTO_PGSQL] = "pgsql",
+	[REEL_PROTO_MYSQL] = "mysql",
+};
+
+const char *reel_proto_name(enum reel_proto p)
+{
+	if ((unsigned)p >= REEL_PROTO_MAX)
+		return "unknown";
+	return proto_names[p];
+}
+
+enum reel_proto reel_proto_parse(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum reel_proto p;
+	} aliases[] = {
+		{"http", REEL_PROTO_HTTP1},	{"http/1", REEL_PROTO_HTTP1},
+		{"http/1.1", REEL_PROTO_HTTP1}, {"h2", REEL_PROTO_HTTP2},
+		{"h2c", REEL_PROTO_HTTP2},	{"grpc", REEL_PROTO_HTTP2},
+		{"postgres", REEL_PROTO_PGSQL}, {"postgresql", REEL_PROTO_PGSQL},
+		{"pg", REEL_PROTO_PGSQL},
+	};
+
+	if (!name)
+		return REEL_PROTO_UNKNOWN;
+	for (int p = REEL_PROTO_UNKNOWN + 1; p < REEL_PROTO_MAX; p++)
+		if (!strcasecmp(name, proto_names[p]))
+			return (enum reel_proto)p;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcasecmp(name, aliases[i].name))
+			return aliases[i].p;
+	return REEL_PROTO_UNKNOWN;
+}
+
+/* ---- stream unit buffering ---- */
+
+void l7_stream_init(struct l7_stream *s, size_t max)
+{
+	memset(s, 0, sizeof(*s));
+	s->max = max ? max : 1;
+}
+
+void l7_stream_free(struct l7_stream *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+	s->off = s->len = s->cap = 0;
+}
+
+static void push_mark(struct l7_stream *s, uint64_t pos, uint64_t ts)
+{
+	unsigned keep = 0;
+
+	/* Marks wholly before the read position (but the newest of them) go. */
+	while (keep + 1 < s->nmarks && s->marks[keep + 1].pos <= s->pos)
+		keep++;
+	if (keep) {
+		memmove(s->marks, s->marks + keep, (s->nmarks - keep) * sizeof(s->marks[0]));
+		s->nmarks -= keep;
+	}
+	if (s->nmarks == L7_MARKS) {
+		/* Very fragmented unit: forget an intermediate chunk's time. */
+		memmove(s->marks + 1, s->marks + 2, (L7_MARKS - 2) * sizeof(s->marks[0]));
+		s->nmarks--;
+	}
+	s->marks[s->nmarks].pos = pos;
+	s->marks[s->nmarks].ts = ts;
+	s->nmarks++;
+}
+
+uint64_t l7_stream_ts(const struct l7_stream *s, uint64_t pos)
+{
+	if (!s->nmarks)
+		return 0;
+	for (unsigned i = s->nmarks; i-- > 0;)
+		if (s->marks[i].pos <= pos)
+			return s->marks[i].ts;
+	return s->marks[0].ts;
+}
+
+static bool reserve(struct l7_stream *s, size_t need)
+{
+	size_t cap;
+	uint8_t *nb;
+
+	if (s->off + need <= s->cap)
+		return true;
+	if (s->off) {
+		memmove(s->buf, s->buf + s->off, s->len);
+		s->off = 0;
+		if (need <= s->cap)
+			return true;
+	}
+	cap = s->cap ? s->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	if (cap > s->max)
+		cap = s->max;
+	if (cap < need)
+		cap = need;
+	nb = realloc(s->buf, cap);
+	if (!nb)
+		return false;
+	s->buf = nb;
+	s->cap = cap;
+	return true;
+}
+
+void l7_stream_feed(struct l7_stream *s, void *st, int dir, uint64_t ts, uint64_t pos,
+		    const uint8_t *data, size_t len, l7_consume_fn fn)
+{
+	if (!len)
+		return;
+	if (!s->started) {
+		s->started = true;
+		s->pos = pos;
+	}
+	/* Trust the caller's positions: an unannounced jump re-bases us. */
+	if (pos != s->pos + s->len)
+		s->pos = pos - s->len;
+	push_mark(s, pos, ts);
+	for (;;) {
+		size_t n;
+
+		while (!s->len && len) {
+			size_t c = fn(st, dir, data, len);
+
+			if (!c)
+				break;
+			if (c > len)
+				c = len;
+			data += c;
+			len -= c;
+			s->pos += c;
+		}
+		if (!len)
+			return;
+		n = s->max > s->len ? s->max - s->len : 0;
+		if (n > len)
+			n = len;
+		if (!reserve(s, s->len + n)) {
+			/* Out of memory: lose this chunk rather than the process. */
+			s->pos += s->len + len;
+			s->off = s->len = 0;
+			return;
+		}
+		memcpy(s->buf + s->off + s->len, data, n);
+		s->len += n;
+		data += n;
+		len -= n;
+		while (s->len) {
+			size_t c = fn(st, dir, s->buf + s->off, s->len);
+
+			if (!c)
+				break;
+			if (c > s->len)
+				c = s->len;
+			s->off += c;
+			s->len -= c;
+			s->pos += c;
+		}
+		if (!s->len) {
+			s->off = 0;
+			continue;
+		}
+		if (s->len >= s->max) {
+			/* The parser broke its contract; guarantee progress. */
+			s->off++;
+			s->len--;
+			s->pos++;
+			continue;
+		}
+		if (!len)
+			return;
+	}
+}
+
+void l7_stream_hole(struct l7_stream *s, uint64_t ts, uint64_t pos, uint64_t len)
+{
+	if (!s->started)
+		s->started = true;
+	s->off = s->len = 0;
+	s->pos = pos + len;
+	push_mark(s, s->pos, ts);
+}
+
+/* ---- text helpers ---- */
+
+void l7_txn_init(struct reel_txn *t, enum reel_proto proto)
+{
+	memset(t, 0, sizeof(*t));
+	t->proto = proto;
+	t->status = -1;
+	t->grpc_status = -1;
+}
+
+void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n)
+{
+	const uint8_t *p = src;
+	size_t l;
+
+	if (!dstsz)
+		return;
+	l = strnlen(dst, dstsz - 1);
+	for (size_t i = 0; i < n && l + 1 < dstsz; i++) {
+		uint8_t c = p[i];
+
+		dst[l++] = (c >= 0x20 && c < 0x7f) ? (char)c : '.';
+	}
+	dst[l] = '\0';
+}
+
+void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n)
+{
+	if (!dstsz)
+		return;
+	dst[0] = '\0';
+	l7_append_text(dst, dstsz, src, n);
+}
+
+void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
+{
+	char tmp[REEL_TXN_TEXT_MAX * 2];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(tmp))
+		n = sizeof(tmp) - 1;
+	l7_append_text(dst, dstsz, tmp, (size_t)n);
+}
+
+bool l7_span_ieq(const uint8_t *p, size_t n, const char *s)
+{
+	size_t l = strlen(s);
+
+	if (n < l)
+		return false;
+	for (size_t i = 0; i < l; i++) {
+		uint8_t a = p[i], b = (uint8_t)s[i];
+
+		if (a >= 'A' && a <= 'Z')
+			a = (uint8_t)(a - 'A' + 'a');
+		if (b >= 'A' && b <= 'Z')
+			b = (uint8_t)(b - 'A' + 'a');
+		if (a != b)
+			return false;
+	}
+	return true;
+}
+
+bool l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+		if (x > (UINT64_MAX - 9) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(p[i] - '0');
+	}
+	*v = x;
+	return true;
+}
+
+const uint8_t *l7_find(const uint8_t *p, size_t n, uint8_t c)
+{
+	return n ? memchr(p, c, n) : NULL;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Helpers shared by the L7 parsers (l7.c implements them). Not a public
+ * header: the pipeline uses l7.h only.
+ *
+ * The stream helper turns arbitrary splits into whole parse units: a parser
+ * supplies a consume function that looks at the bytes available and returns
+ * how many it used, or 0 when it cannot decide without more bytes. The helper
+ * keeps the undecided tail in a bounded buffer and calls again when more
+ * bytes arrive. A consume function must decide (return > 0) whenever it is
+ * given `max` bytes or more, and its decision may depend only on the bytes,
+ * never on how many of them beyond what it needed it was given: that is what
+ * makes one-byte-at-a-time feeding give the same result as one big chunk.
+ */
+#ifndef REEL_L7_INTERNAL_H
+#define REEL_L7_INTERNAL_H
+
+#include "l7.h"
+
+#define L7_MARKS 8
+
+struct l7_mark {
+	uint64_t pos;
+	uint64_t ts;
+};
+
+struct l7_stream {
+	uint8_t *buf;
+	size_t off, len, cap;		/* buffered bytes are buf[off, off + len) */
+	size_t max;			/* largest undecided unit the parser may ask for */
+	uint64_t pos;			/* stream position of the next unconsumed byte */
+	bool started;			/* pos is known */
+	struct l7_mark marks[L7_MARKS]; /* chunk start positions -> ts */
+	unsigned nmarks;
+};
+
+/* Returns bytes consumed (<= n), 0 = need more. */
+typedef size_t (*l7_consume_fn)(void *st, int dir, const uint8_t *p, size_t n);
+
+void l7_stream_init(struct l7_stream *s, size_t max);
+void l7_stream_free(struct l7_stream *s);
+/* Feeds one chunk through `fn`. */
+void l7_stream_feed(struct l7_stream *s, void *st, int dir, uint64_t ts, uint64_t pos,
+		    const uint8_t *data, size_t len, l7_consume_fn fn);
+/* Drops buffered bytes and moves the stream past a hole. */
+void l7_stream_hole(struct l7_stream *s, uint64_t ts, uint64_t pos, uint64_t len);
+/* Monotonic time of the chunk that carried the byte at `pos`. */
+uint64_t l7_stream_ts(const struct l7_stream *s, uint64_t pos);
+
+/* Fresh transaction: zeroed (padding too, so txns compare with memcmp). */
+void l7_txn_init(struct reel_txn *t, enum reel_proto proto);
+/* Copies at most dstsz - 1 bytes, non-printable bytes become '.'. */
+void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n);
+/* Appends formatted text to a NUL-terminated, sanitised buffer. */
+void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n);
+
+/* Case-insensitive prefix compare of a byte span against a C string. */
+bool l7_span_ieq(const uint8_t *p, size_t n, const char *s);
+/* Parses decimal digits of [p, p + n) into *v; false on overflow or junk. */
+bool l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v);
+/* memchr bounded to n. */
+const uint8_t *l7_find(const uint8_t *p, size_t n, uint8_t c);
+
+extern const struct reel_l7_parser reel_l7_http1;
+extern const struct reel_l7_parser reel_l7_http2;
+extern const struct reel_l7_parser reel_l7_dns;
+extern const struct reel_l7_parser reel_l7_redis;
+extern const struct reel_l7_parser reel_l7_pgsql;
+extern const struct reel_l7_parser reel_l7_mysql;
+
+/*
+ * HTTP/2 continuation of an HTTP/1 connection upgraded with h2c (http2.c):
+ * a state for reel_l7_http2's data/hole/close/free_state in which stream 1
+ * is the upgraded request `req` and the request direction starts with the
+ * connection preface.
+ */
+void *reel_h2_new_upgraded(const struct reel_txn *req);
+
+#endif /* REEL_L7_INTERNAL_H */
