@@ -515,6 +515,9 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 		err = queue_cur(w, false);
 		if (err)
 			return drop(w, PD_BEHIND, ts_ns, (uint32_t)len64, err);
+		err = load_err(&w->file_err); /* inline mode: that block may just have failed */
+		if (err)
+			return drop(w, PD_WERR, ts_ns, (uint32_t)len64, err);
 		cur = w->cur;
 		need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
 	}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Writes the crafted .reel files of tests/data/ and the reader fuzz seeds.
+ * Built by CMake, never run by CTest:
+ *   build/tests/gen_format_data tests/data tests/fuzz/corpus/reader
+ * Output is deterministic (fixed header facts and clock pair).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "reel_format.h"
+
+static const char *data_dir, *corpus_dir;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "gen_format_data: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void put(const char *name, const void *buf, size_t len)
+{
+	const char *dirs[2] = {data_dir, corpus_dir};
+
+	for (int d = 0; d < 2; d++) {
+		char path[4096], base[256];
+		FILE *f;
+
+		snprintf(base, sizeof(base), "%s", name);
+		if (d == 1) /* corpus files carry no extension */
+			*strrchr(base, '.') = 0;
+		snprintf(path, sizeof(path), "%s/%s", dirs[d], base);
+		f = fopen(path, "wb");
+		if (!f || (len && fwrite(buf, 1, len, f) != len) || fclose(f))
+			die(path);
+	}
+	printf("%-20s %6zu bytes\n", name, len);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	if (!f)
+		die(path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+		die(path);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static struct reel_writer *wopen(const char *path, uint32_t block_bytes)
+{
+	static const char *const argv[] = {"gen_format_data"};
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_bytes = block_bytes,
+		  .allow_overwrite = true, .hostname = "gen", .kernel = "6.1.0-gen",
+		  .boot_id = "00000000-0000-0000-0000-000000000000", .ncpu = 4, .argv = argv,
+		  .argc = 1, .abi_version = 1, .tool_version = "reel-gen", .snaplen = 4096,
+		  .clock = {1000000, 1700000000000000000ull});
+	struct reel_writer *w = reel_writer__open(path, &o);
+
+	if (!w)
+		die(path);
+	return w;
+}
+
+/* 600 SAMPLE-like records, 4 CPUs, text-ish payloads of 0..299 bytes. */
+static void fill_std(struct reel_writer *w, uint32_t n)
+{
+	char buf[300];
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len = (i * 37u) % 300u;
+		int k = snprintf(buf, sizeof(buf), "GET /item/%u HTTP/1.1\r\nHost: example\r\n", i);
+
+		for (uint32_t j = (uint32_t)k; j < len; j++)
+			buf[j] = (char)('a' + (i + j) % 26);
+		if (reel_writer__append(w, REEL_REC_SAMPLE, 0, i % 4, 1000000ull + i * 1000ull, buf,
+					len))
+			die("append");
+	}
+}
+
+/* Header frame + one data frame made of `raw` (8-aligned records), no footer. */
+static size_t craft(uint8_t *out, size_t cap, const uint8_t *hdr, size_t hlen, const void *raw,
+		    size_t rlen)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	size_t n;
+
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1);
+	memcpy(out, hdr, hlen);
+	n = ZSTD_compress2(c, out + hlen, cap - hlen, raw, rlen);
+	ZSTD_freeCCtx(c);
+	if (ZSTD_isError(n)) {
+		fprintf(stderr, "zstd: %s\n", ZSTD_getErrorName(n));
+		exit(1);
+	}
+	return hlen + n;
+}
+
+int main(int argc, char **argv)
+{
+	char tmp[] = "/tmp/reel_gen.XXXXXX", path[256];
+	struct reel_reader *r;
+	const struct reel_block_info *bi;
+	struct reel_writer *w;
+	uint8_t *good, *one, out[65536];
+	size_t glen, olen, hlen;
+	int nb;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s DATA_DIR CORPUS_DIR\n", argv[0]);
+		return 2;
+	}
+	data_dir = argv[1];
+	corpus_dir = argv[2];
+	if (!mkdtemp(tmp))
+		die("mkdtemp");
+
+	/* good.reel: 600 records in several blocks, clean footer */
+	snprintf(path, sizeof(path), "%s/good.reel", tmp);
+	w = wopen(path, 16384);
+	fill_std(w, 600);
+	if (reel_writer__close(w))
+		die("close");
+	good = slurp(path, &glen);
+	put("good.reel", good, glen);
+	r = reel_reader__open_mem(good, glen, NULL);
+	nb = reel_reader__blocks(r, &bi);
+	hlen = bi[0].offset;
+
+	/* no_footer.reel: cut after the last block (a crash before close) */
+	put("no_footer.reel", good, bi[nb - 1].offset + bi[nb - 1].comp_size);
+	/* truncated.reel: header and half of the first block */
+	put("truncated.reel", good, bi[0].offset + bi[0].comp_size / 2);
+	/* header_only.reel: what a capture leaves if it dies before the first block */
+	put("header_only.reel", good, hlen);
+	/* version2.reel: format major 2 */
+	memcpy(out, good, hlen);
+	out[12] = 2;
+	put("version2.reel", out, hlen);
+	reel_reader__close(r);
+
+	/* one-block file for the damaged variants */
+	snprintf(path, sizeof(path), "%s/one.reel", tmp);
+	w = wopen(path, 1 << 20);
+	fill_std(w, 100);
+	if (reel_writer__close(w))
+		die("close");
+	one = slurp(path, &olen);
+	r = reel_reader__open_mem(one, olen, NULL);
+	reel_reader__blocks(r, &bi);
+	/* bitflip.reel: one bit of block 0's content checksum */
+	memcpy(out, one, olen);
+	out[bi[0].offset + bi[0].comp_size - 2] ^= 0x04;
+	put("bitflip.reel", out, olen);
+	reel_reader__close(r);
+
+	/* bad_record.reel: valid frame and checksum, record length past the block end */
+	{
+		uint64_t raw[8] = {0};
+		struct reel_rec_hdr h = {
+			.type = REEL_REC_SAMPLE, .length = 4000, .cpu = 0, .ts_ns = 5};
+
+		memcpy(raw, &h, sizeof(h));
+		put("bad_record.reel", out, craft(out, sizeof(out), one, hlen, raw, sizeof(raw)));
+	}
+	/* oversize.reel: a frame declaring 128 MiB of content */
+	{
+		static const uint8_t frame[] = {
+			0x28, 0xb5, 0x2f, 0xfd, 0xe4, /* magic, FHD: 8-byte FCS, single segment, checksum */
+			0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, /* 128 MiB */
+			0x41, 0x00, 0x00, /* last raw block, 8 bytes */
+			1,    2,    3,	  4,	5,    6,    7,	  8,
+			0xde, 0xad, 0xbe, 0xef, /* checksum (wrong, never reached) */
+		};
+
+		memcpy(out, one, hlen);
+		memcpy(out + hlen, frame, sizeof(frame));
+		put("oversize.reel", out, hlen + sizeof(frame));
+	}
+	/* garbage.reel, empty.reel */
+	for (size_t i = 0; i < 512; i++)
+		out[i] = (uint8_t)(i * 131 + 7);
+	put("garbage.reel", out, 512);
+	put("empty.reel", out, 0);
+
+	/* unknown_type.reel: NOTE, type 99, NOTE */
+	snprintf(path, sizeof(path), "%s/unknown.reel", tmp);
+	w = wopen(path, 4096);
+	if (reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 1, "first", 5) ||
+	    reel_writer__append(w, 99, 0, 0, 2, "from the future", 15) ||
+	    reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 3, "last", 4) ||
+	    reel_writer__close(w))
+		die("unknown");
+	free(one);
+	one = slurp(path, &olen);
+	put("unknown_type.reel", one, olen);
+
+	free(one);
+	free(good);
+	snprintf(path, sizeof(path), "rm -rf '%s'", tmp);
+	return system(path) ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Fuzz target for the .reel reader: open from memory, iterate every record,
+ * build the block index, seek by time, and merge the file with itself.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "reel_format.h"
+
+static int quiet(enum reel_print_level l, const char *fmt, va_list ap)
+{
+	(void)l;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static volatile uint64_t sink;
+
+static void consume(const struct reel_record *rec)
+{
+	const uint8_t *p = rec->data;
+
+	/* touch the first and last payload byte so ASan checks the bounds */
+	if (rec->len)
+		sink += p[0] + p[rec->len - 1];
+	sink += rec->ts_ns + rec->type;
+	if (rec->type == REEL_REC_PROC) {
+		struct reel_proc f;
+		const char *exe, *cmd, *cg;
+
+		if (!reel_proc_decode(rec->data, rec->len, &f, &exe, &cmd, &cg) && f.exe_len)
+			sink += (uint8_t)exe[f.exe_len - 1];
+	}
+}
+
+static void run(const uint8_t *data, size_t size, bool no_index, bool keep_unknown)
+{
+	REEL_OPTS(reel_reader_opts, o, .no_index = no_index, .keep_unknown = keep_unknown);
+	struct reel_reader *r = NULL, *rs[2];
+	const struct reel_block_info *bi;
+	struct reel_record rec;
+	struct reel_merge *m;
+	char err[256];
+	int rc, n, guard = 0;
+
+	if (reel_reader__open2(NULL, data, size, &o, &r, err, sizeof(err)))
+		return;
+	sink += reel_reader__header(r)->ncpu;
+	while ((rc = reel_reader__next(r, &rec)) != 0 && guard++ < 100000) {
+		if (rc > 0)
+			consume(&rec);
+		else
+			sink += strlen(reel_reader__errmsg(r));
+	}
+	n = reel_reader__blocks(r, &bi);
+	for (int i = 0; i < n; i++) {
+		const struct reel_cpu_count *cc;
+		int nc = reel_reader__block_cpus(r, i, &cc);
+
+		sink += bi[i].records + bi[i].ts_max;
+		for (int k = 0; k < nc; k++)
+			sink += cc[k].count;
+	}
+	if (n > 0) {
+		reel_reader__seek_time(r, bi[n / 2].ts_min);
+		guard = 0;
+		while ((rc = reel_reader__next(r, &rec)) != 0 && guard++ < 100000)
+			if (rc > 0)
+				consume(&rec);
+	}
+	{
+		struct reel_reader_stats st;
+
+		reel_reader__stats(r, &st);
+		sink += st.blocks_ok + st.trailing_bytes;
+	}
+	reel_reader__rewind(r);
+	rs[0] = r;
+	m = reel_merge__new(rs, 1, NULL);
+	if (m) {
+		guard = 0;
+		while ((rc = reel_merge__next(m, &rec)) != 0 && guard++ < 100000)
+			if (rc > 0)
+				consume(&rec);
+		reel_merge__free(m);
+	}
+	reel_reader__close(r);
+	(void)rs[1];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	reel_set_print(quiet);
+	run(data, size, false, false);
+	run(data, size, true, true);
+	return 0;
+}

@@ -1,0 +1,1103 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Unit tests for libreelformat (format/): writer, reader, damage, merge. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "reel_format.h"
+#include "format_internal.h"
+
+static char tmpdir[256];
+
+static void tpath(char *out, size_t cap, const char *name)
+{
+	snprintf(out, cap, "%s/%s", tmpdir, name);
+}
+
+static int quiet(enum reel_print_level l, const char *fmt, va_list ap)
+{
+	(void)l;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n ? (size_t)n : 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Deterministic record i: payload of length len_of(i) filled from i. */
+static uint32_t len_of(uint32_t i)
+{
+	return (i * 37u) % 300u;
+}
+
+static void fill(uint8_t *p, uint32_t i, uint32_t len)
+{
+	for (uint32_t k = 0; k < len; k++)
+		p[k] = (uint8_t)(i * 7u + k / 3u);
+}
+
+static void check_rec(const struct reel_record *rec, uint32_t i)
+{
+	uint8_t exp[300];
+
+	assert_int_equal(rec->type, REEL_REC_SAMPLE);
+	assert_int_equal(rec->cpu, i % 4);
+	assert_int_equal(rec->ts_ns, 1000000ull + i * 1000ull);
+	assert_int_equal(rec->len, len_of(i));
+	fill(exp, i, rec->len);
+	assert_memory_equal(rec->data, exp, rec->len);
+}
+
+/* Index of a record from its timestamp. */
+static uint32_t rec_id(const struct reel_record *rec)
+{
+	return (uint32_t)((rec->ts_ns - 1000000ull) / 1000ull);
+}
+
+static void write_std(const char *path, uint32_t n, uint32_t block_bytes)
+{
+	REEL_OPTS(reel_writer_opts, o, .block_bytes = block_bytes, .threads = -1,
+		  .hostname = "testhost", .kernel = "6.1.0-test", .boot_id = "bootid", .ncpu = 4,
+		  .abi_version = 1, .tool_version = "reel-test", .snaplen = 4096, .clock = {5, 6});
+	struct reel_writer *w = reel_writer__open(path, &o);
+	uint8_t buf[300];
+
+	assert_non_null(w);
+	for (uint32_t i = 0; i < n; i++) {
+		fill(buf, i, len_of(i));
+		assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0, i % 4,
+						     1000000ull + i * 1000ull, buf, len_of(i)),
+				 0);
+	}
+	assert_int_equal(reel_writer__close(w), 0);
+}
+
+static int zstd_available(void)
+{
+	return system("zstd --version >/dev/null 2>&1") == 0;
+}
+
+static void zstd_ok(const char *path)
+{
+	char cmd[600];
+
+	if (!zstd_available())
+		return;
+	snprintf(cmd, sizeof(cmd), "zstd -q -t '%s' 2>&1", path);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "zstd -l '%s' >/dev/null 2>&1", path);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_helpers(void **state)
+{
+	struct reel_proc p = {.pid = 42,
+			      .ppid = 1,
+			      .uid = 1000,
+			      .flags = REEL_PROCF_AT_START,
+			      .start_time_ns = 99,
+			      .comm = "curl"};
+	uint8_t buf[256];
+	struct reel_proc q;
+	const char *exe, *cmd, *cg;
+	int n;
+
+	(void)state;
+	n = reel_proc_encode(buf, sizeof(buf), &p, "/usr/bin/curl", 13, "curl\0-s", 7, "/", 1);
+	assert_int_equal(n, (int)sizeof(struct reel_proc) + 21);
+	assert_int_equal(reel_proc_decode(buf, (uint32_t)n, &q, &exe, &cmd, &cg), 0);
+	assert_int_equal(q.pid, 42);
+	assert_int_equal(q.exe_len, 13);
+	assert_memory_equal(exe, "/usr/bin/curl", 13);
+	assert_memory_equal(cmd, "curl\0-s", 7);
+	assert_memory_equal(cg, "/", 1);
+	assert_int_equal(reel_proc_decode(buf, (uint32_t)n - 1, &q, &exe, &cmd, &cg), -EBADMSG);
+	assert_int_equal(reel_proc_encode(buf, 60, &p, "/usr/bin/curl", 13, NULL, 0, NULL, 0),
+			 -ENOSPC);
+	assert_string_equal(reel_rec_type_name(REEL_REC_SAMPLE), "SAMPLE");
+	assert_string_equal(reel_rec_type_name(REEL_REC_NOTE), "NOTE");
+	assert_null(reel_rec_type_name(99));
+	assert_int_equal(reel_rec_type_parse("drop"), REEL_REC_DROP);
+	assert_int_equal(reel_rec_type_parse("nope"), -EINVAL);
+	assert_string_equal(reel_strerror(-REEL_ERR_CHECKSUM), "checksum mismatch");
+	assert_string_equal(reel_strerror(REEL_ERR_MAGIC), "not a reel file");
+	assert_non_null(reel_strerror(-ENOENT));
+	assert_int_equal(reel_crc32(0, "123456789", 9), 0xCBF43926u);
+}
+
+/* Every record type, odd lengths, exact bytes back, header facts. */
+static void test_roundtrip_types(void **state)
+{
+	static const char *const argv[] = {"reelcap", "-o", "x.reel"};
+	char path[300];
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .hostname = "h1", .kernel = "k1",
+		  .boot_id = "b1", .ncpu = 8, .argv = argv, .argc = 3, .abi_version = 7,
+		  .tool_version = "tv", .snaplen = 1234, .file_seq = 3, .clock = {11, 22});
+	struct {
+		uint16_t type, flags;
+		uint32_t cpu, len;
+		uint64_t ts;
+	} recs[64];
+	uint8_t payload[64][700];
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+	const struct reel_header *h;
+	int n = 0, rc;
+
+	(void)state;
+	tpath(path, sizeof(path), "types.reel");
+	w = reel_writer__open(path, &o);
+	assert_non_null(w);
+	for (int t = 1; t <= REEL_REC_MAX_KNOWN; t++) {
+		for (uint32_t len = 0; len < 20; len += 3 + (uint32_t)t) {
+			recs[n].type = (uint16_t)t;
+			recs[n].flags = (uint16_t)(t * 3);
+			recs[n].cpu = t == REEL_REC_PROC ? REEL_CPU_NONE : (uint32_t)t;
+			recs[n].len = len * 31 % 700;
+			recs[n].ts = 777 + (uint64_t)n;
+			for (uint32_t k = 0; k < recs[n].len; k++)
+				payload[n][k] = (uint8_t)(k * 13 + (uint32_t)n);
+			if (n % 2)
+				rc = reel_writer__append(w, recs[n].type, recs[n].flags,
+							 recs[n].cpu, recs[n].ts, payload[n],
+							 recs[n].len);
+			else
+				rc = reel_writer__append2(
+					w, recs[n].type, recs[n].flags, recs[n].cpu, recs[n].ts,
+					payload[n], recs[n].len / 2, payload[n] + recs[n].len / 2,
+					recs[n].len - recs[n].len / 2);
+			assert_int_equal(rc, 0);
+			n++;
+		}
+	}
+	assert_int_equal(reel_writer__append(w, 1, 0, 0, 0, payload[0], REEL_REC_MAX_PAYLOAD + 1),
+			 -E2BIG);
+	assert_int_equal(reel_writer__close(w), 0);
+	zstd_ok(path);
+
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	h = reel_reader__header(r);
+	assert_int_equal(h->major, REEL_FORMAT_MAJOR);
+	assert_string_equal(h->hostname, "h1");
+	assert_string_equal(h->kernel, "k1");
+	assert_string_equal(h->boot_id, "b1");
+	assert_string_equal(h->cmdline, "reelcap -o x.reel");
+	assert_string_equal(h->tool_version, "tv");
+	assert_int_equal(h->ncpu, 8);
+	assert_int_equal(h->abi_version, 7);
+	assert_int_equal(h->snaplen, 1234);
+	assert_int_equal(h->file_seq, 3);
+	assert_int_equal(h->clock.mono_ns, 11);
+	assert_int_equal(h->clock.real_ns, 22);
+	assert_int_equal(h->clock_id, 1);
+	assert_int_equal(h->sample_format, 1);
+	assert_true(h->page_size > 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(reel_reader__next(r, &rec), 1);
+		assert_int_equal(rec.type, recs[i].type);
+		assert_int_equal(rec.flags, recs[i].flags);
+		assert_int_equal(rec.cpu, recs[i].cpu);
+		assert_int_equal(rec.ts_ns, recs[i].ts);
+		assert_int_equal(rec.len, recs[i].len);
+		assert_int_equal(rec.block, 0);
+		assert_memory_equal(rec.data, payload[i], rec.len);
+	}
+	/* the E2BIG record left a DROP(TOO_BIG) that close flushed */
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, REEL_REC_DROP);
+	assert_int_equal(((const struct reel_drop *)rec.data)->reason, REEL_DROP_TOO_BIG);
+	assert_int_equal(reel_reader__next(r, &rec), 0);
+	{
+		struct reel_reader_stats st;
+
+		reel_reader__stats(r, &st);
+		assert_true(st.clean_close);
+		assert_false(st.truncated);
+		assert_int_equal(st.trailing_bytes, 0);
+		assert_int_equal(st.blocks_ok, 1);
+		assert_int_equal(st.blocks_bad, 0);
+	}
+	reel_reader__close(r);
+}
+
+/* Frame boundaries of a clean file: header end, each block end, index end, file end. */
+static size_t boundaries(const uint8_t *buf, size_t len, uint64_t *ends, size_t cap,
+			 uint32_t *recs_before)
+{
+	struct reel_reader *r = reel_reader__open_mem(buf, len, NULL);
+	const struct reel_block_info *bi;
+	size_t n = 0;
+	int nb;
+
+	assert_non_null(r);
+	nb = reel_reader__blocks(r, &bi);
+	assert_true(nb > 2);
+	ends[n] = bi[0].offset; /* header end */
+	recs_before[n++] = 0;
+	for (int i = 0; i < nb; i++) {
+		assert_true(n < cap);
+		ends[n] = bi[i].offset + bi[i].comp_size;
+		recs_before[n] = recs_before[n - 1] + bi[i].records;
+		n++;
+	}
+	/* index frame end = seek table start */
+	ends[n] = len - (8 + (nb + 2) * 8 + 9);
+	recs_before[n] = recs_before[n - 1];
+	n++;
+	ends[n] = len;
+	recs_before[n] = recs_before[n - 1];
+	n++;
+	reel_reader__close(r);
+	return n;
+}
+
+static void test_cut_every_offset(void **state)
+{
+	char path[300];
+	uint64_t ends[64];
+	uint32_t before[64];
+	uint8_t *buf;
+	size_t len, nb;
+
+	(void)state;
+	tpath(path, sizeof(path), "cut.reel");
+	write_std(path, 60, 2048);
+	buf = slurp(path, &len);
+	nb = boundaries(buf, len, ends, 64, before);
+	for (size_t cut = 0; cut <= len; cut++) {
+		struct reel_reader *r = NULL;
+		struct reel_record rec;
+		char err[256];
+		uint32_t got = 0, want = 0;
+		int errors = 0, rc, boundary = 0;
+		uint8_t *copy = malloc(cut ? cut : 1);
+
+		memcpy(copy, buf, cut);
+		rc = reel_reader__open2(NULL, copy, cut, NULL, &r, err, sizeof(err));
+		if (cut < ends[0]) {
+			assert_int_equal(rc, -REEL_ERR_TRUNCATED);
+			assert_non_null(strstr(err, "truncated"));
+			free(copy);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		for (size_t i = 0; i < nb; i++) {
+			if (ends[i] <= cut)
+				want = before[i];
+			if (ends[i] == cut)
+				boundary = 1;
+		}
+		while ((rc = reel_reader__next(r, &rec)) != 0) {
+			if (rc < 0) {
+				assert_int_equal(rc, -REEL_ERR_TRUNCATED);
+				assert_non_null(strstr(reel_reader__errmsg(r), "truncated"));
+				errors++;
+				continue;
+			}
+			assert_int_equal(rec_id(&rec), got);
+			check_rec(&rec, got);
+			got++;
+		}
+		assert_int_equal(got, want);
+		assert_int_equal(errors, boundary ? 0 : 1);
+		{
+			struct reel_reader_stats st;
+
+			reel_reader__stats(r, &st);
+			assert_int_equal(st.truncated, !boundary);
+			assert_int_equal(st.clean_close, cut == len);
+		}
+		reel_reader__close(r);
+		free(copy);
+	}
+	free(buf);
+}
+
+struct readout {
+	uint32_t got, errors;
+	char msgs[8][256];
+	int codes[8];
+	uint8_t seen[400];
+};
+
+static void read_all(const uint8_t *buf, size_t len, struct readout *o, bool no_index)
+{
+	REEL_OPTS(reel_reader_opts, ro, .no_index = no_index);
+	struct reel_reader *r = reel_reader__open_mem(buf, len, &ro);
+	struct reel_record rec;
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	assert_non_null(r);
+	while ((rc = reel_reader__next(r, &rec)) != 0) {
+		if (rc < 0) {
+			if (o->errors < 8) {
+				o->codes[o->errors] = rc;
+				snprintf(o->msgs[o->errors], 256, "%s", reel_reader__errmsg(r));
+			}
+			o->errors++;
+			continue;
+		}
+		assert_true(rec_id(&rec) < 400);
+		check_rec(&rec, rec_id(&rec));
+		assert_false(o->seen[rec_id(&rec)]);
+		o->seen[rec_id(&rec)] = 1;
+		o->got++;
+	}
+	reel_reader__close(r);
+}
+
+static void test_bitflip(void **state)
+{
+	char path[300], want[64];
+	uint8_t *buf;
+	size_t len;
+	struct reel_reader *r;
+	const struct reel_block_info *bi;
+	struct reel_block_info blocks[32];
+	struct readout out;
+	int nb;
+	uint32_t total = 120;
+
+	(void)state;
+	tpath(path, sizeof(path), "flip.reel");
+	write_std(path, total, 2048);
+	buf = slurp(path, &len);
+	r = reel_reader__open_mem(buf, len, NULL);
+	nb = reel_reader__blocks(r, &bi);
+	assert_true(nb >= 4 && nb < 32);
+	memcpy(blocks, bi, sizeof(*bi) * (size_t)nb);
+	reel_reader__close(r);
+
+	/* each block: damage in the middle is reported with its number; the rest reads */
+	for (int b = 0; b < nb; b++) {
+		uint64_t at = blocks[b].offset + blocks[b].comp_size / 2;
+
+		buf[at] ^= 0x5a;
+		read_all(buf, len, &out, false);
+		buf[at] ^= 0x5a;
+		assert_int_equal(out.errors, 1);
+		snprintf(want, sizeof(want), "block %d at offset %llu:", b,
+			 (unsigned long long)blocks[b].offset);
+		assert_non_null(strstr(out.msgs[0], want));
+		assert_int_equal(out.got, total - blocks[b].records);
+	}
+	/* the header: a hostname byte */
+	{
+		uint8_t *h = memmem(buf, 200, "testhost", 8);
+
+		assert_non_null(h);
+		h[2] ^= 1;
+		read_all(buf, len, &out, false);
+		h[2] ^= 1;
+		assert_int_equal(out.errors, 1);
+		assert_int_equal(out.codes[0], -REEL_ERR_CHECKSUM);
+		assert_non_null(strstr(out.msgs[0], "header"));
+		assert_int_equal(out.got, total);
+	}
+	/* the index: reported, records all read, index rebuilt by scanning */
+	{
+		uint64_t at = blocks[nb - 1].offset + blocks[nb - 1].comp_size + 30;
+		struct reel_reader_stats st;
+
+		buf[at] ^= 0x10;
+		read_all(buf, len, &out, false);
+		assert_int_equal(out.errors, 1);
+		assert_non_null(strstr(out.msgs[0], "index at offset"));
+		assert_int_equal(out.got, total);
+		r = reel_reader__open_mem(buf, len, NULL);
+		reel_reader__stats(r, &st);
+		assert_false(st.clean_close);
+		assert_int_equal(reel_reader__blocks(r, &bi), nb);
+		for (int i = 0; i < nb; i++) {
+			assert_int_equal(bi[i].offset, blocks[i].offset);
+			assert_int_equal(bi[i].records, blocks[i].records);
+			assert_int_equal(bi[i].ts_min, blocks[i].ts_min);
+			assert_int_equal(bi[i].ts_max, blocks[i].ts_max);
+		}
+		reel_reader__close(r);
+		buf[at] ^= 0x10;
+	}
+	/* the seek table: a size entry; the reader walks the frames instead */
+	{
+		uint64_t at = len - 9 - 8 * 2; /* an entry near the end */
+		struct reel_reader_stats st;
+
+		buf[at] ^= 0x01;
+		read_all(buf, len, &out, false);
+		assert_int_equal(out.errors, 1);
+		assert_non_null(strstr(out.msgs[0], "seek table"));
+		assert_int_equal(out.got, total);
+		r = reel_reader__open_mem(buf, len, NULL);
+		reel_reader__stats(r, &st);
+		assert_false(st.clean_close);
+		reel_reader__close(r);
+		buf[at] ^= 0x01;
+	}
+	/* without a footer (cut after the last block): a block's magic destroyed */
+	{
+		size_t cut = blocks[nb - 1].offset + blocks[nb - 1].comp_size;
+		uint64_t at = blocks[1].offset;
+
+		buf[at] ^= 0xff;
+		read_all(buf, cut, &out, false);
+		buf[at] ^= 0xff;
+		assert_int_equal(out.errors, 1);
+		assert_non_null(strstr(out.msgs[0], "no frame magic"));
+		assert_int_equal(out.got, total - blocks[1].records);
+		/* and a byte inside block 2 */
+		at = blocks[2].offset + blocks[2].comp_size / 2;
+		buf[at] ^= 0x21;
+		read_all(buf, cut, &out, true);
+		buf[at] ^= 0x21;
+		assert_true(out.errors >= 1);
+		assert_non_null(strstr(out.msgs[0], "block 2 at offset"));
+		assert_int_equal(out.got, total - blocks[2].records);
+	}
+	/* every byte of the file, one at a time: never a crash, never a wrong record */
+	for (size_t at = 0; at < len; at++) {
+		struct reel_reader *rr;
+		struct reel_record rec;
+		int rc, guard = 0;
+
+		buf[at] ^= 0x80;
+		rr = reel_reader__open_mem(buf, len, NULL);
+		if (rr) {
+			while ((rc = reel_reader__next(rr, &rec)) != 0 && guard++ < 1000) {
+				if (rc > 0)
+					check_rec(&rec, rec_id(&rec));
+			}
+			assert_true(guard < 1000);
+			reel_reader__blocks(rr, &bi);
+			reel_reader__seek_time(rr, 1050000);
+			reel_reader__close(rr);
+		}
+		buf[at] ^= 0x80;
+	}
+	free(buf);
+}
+
+static void test_unknown_type(void **state)
+{
+	char path[300];
+	REEL_OPTS(reel_writer_opts, o, .threads = -1);
+	REEL_OPTS(reel_reader_opts, ro, .keep_unknown = true);
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+
+	(void)state;
+	tpath(path, sizeof(path), "unknown.reel");
+	w = reel_writer__open(path, &o);
+	assert_non_null(w);
+	assert_int_equal(reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 1, "a", 1), 0);
+	assert_int_equal(reel_writer__append(w, 99, 5, 0, 2, "future record", 13), 0);
+	assert_int_equal(reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 3, "b", 1), 0);
+	assert_int_equal(reel_writer__close(w), 0);
+
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_memory_equal(rec.data, "a", 1);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_memory_equal(rec.data, "b", 1);
+	assert_int_equal(reel_reader__next(r, &rec), 0);
+	{
+		const struct reel_block_info *bi;
+
+		assert_int_equal(reel_reader__blocks(r, &bi), 1);
+		assert_int_equal(bi[0].records, 3);
+		assert_int_equal(bi[0].type_counts[0], 1);
+		assert_int_equal(bi[0].type_counts[REEL_REC_NOTE], 2);
+	}
+	reel_reader__close(r);
+
+	r = reel_reader__open(path, &ro);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, 99);
+	assert_int_equal(rec.flags, 5);
+	assert_int_equal(rec.len, 13);
+	assert_memory_equal(rec.data, "future record", 13);
+	reel_reader__close(r);
+}
+
+/* 4 per-CPU streams, drained in batches so the file is out of order within a window. */
+static void test_merge(void **state)
+{
+	char path[2][300];
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_bytes = 4096);
+	struct reel_reader *rd[2];
+	struct reel_merge *m;
+	struct reel_record rec;
+	uint64_t last = 0, n = 0;
+	uint32_t seen_per_cpu[4] = {0};
+	int rc;
+
+	(void)state;
+	for (int f = 0; f < 2; f++) {
+		struct reel_writer *w;
+		char name[32];
+
+		snprintf(name, sizeof(name), "merge%d.reel", f);
+		tpath(path[f], sizeof(path[f]), name);
+		w = reel_writer__open(path[f], &o);
+		assert_non_null(w);
+		/* batch b: each CPU's records with ts in [b*100, b*100+100), CPU by CPU */
+		for (uint32_t b = 0; b < 50; b++)
+			for (uint32_t cpu = 0; cpu < 4; cpu++)
+				for (uint32_t k = 0; k < 10; k++) {
+					uint64_t ts = 1000000 + b * 100 + k * 10 + (3 - cpu) +
+						      (uint64_t)f;
+					uint32_t v = cpu * 1000 + b * 10 + k;
+
+					assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0,
+									     cpu, ts, &v,
+									     sizeof(v)),
+							 0);
+				}
+		/* equal timestamps across files and CPUs: order is (ts, file, cpu, seq) */
+		for (uint32_t cpu = 0; cpu < 2; cpu++) {
+			uint32_t v = 0xdead0000 + cpu;
+
+			assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0, 1 - cpu,
+							     9000000, &v, sizeof(v)),
+					 0);
+		}
+		assert_int_equal(reel_writer__close(w), 0);
+		rd[f] = reel_reader__open(path[f], NULL);
+		assert_non_null(rd[f]);
+	}
+	/* one file first */
+	{
+		REEL_OPTS(reel_merge_opts, mo, .window_ns = 1000);
+
+		m = reel_merge__new(rd, 1, &mo);
+		assert_non_null(m);
+		while ((rc = reel_merge__next(m, &rec)) > 0) {
+			assert_true(rec.ts_ns >= last);
+			last = rec.ts_ns;
+			if (rec.ts_ns < 9000000) {
+				uint32_t v;
+
+				memcpy(&v, rec.data, 4);
+				assert_int_equal(v / 1000, rec.cpu);
+				assert_int_equal(v % 1000, seen_per_cpu[rec.cpu]);
+				seen_per_cpu[rec.cpu]++;
+			}
+			n++;
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(n, 2002);
+		assert_int_equal(reel_merge__out_of_order(m), 0);
+		reel_merge__free(m);
+	}
+	/* two files: ties broken by file index, then cpu */
+	{
+		REEL_OPTS(reel_merge_opts, mo, .window_ns = 1000);
+		uint32_t tail[4], nt = 0;
+
+		reel_reader__rewind(rd[0]);
+		m = reel_merge__new(rd, 2, &mo);
+		assert_non_null(m);
+		last = 0;
+		n = 0;
+		while ((rc = reel_merge__next(m, &rec)) > 0) {
+			assert_true(rec.ts_ns >= last);
+			last = rec.ts_ns;
+			if (rec.ts_ns == 9000000)
+				tail[nt++] = rec.file_idx * 10 + rec.cpu;
+			n++;
+		}
+		assert_int_equal(n, 4004);
+		assert_int_equal(nt, 4);
+		assert_int_equal(tail[0], 0);
+		assert_int_equal(tail[1], 1);
+		assert_int_equal(tail[2], 10);
+		assert_int_equal(tail[3], 11);
+		assert_int_equal(reel_merge__out_of_order(m), 0);
+		reel_merge__free(m);
+	}
+	/* a window too small for the interleave: releases out of order are counted */
+	{
+		REEL_OPTS(reel_merge_opts, mo, .window_ns = 1, .max_held = 4);
+
+		reel_reader__rewind(rd[0]);
+		m = reel_merge__new(rd, 1, &mo);
+		n = 0;
+		while ((rc = reel_merge__next(m, &rec)) > 0)
+			n++;
+		assert_int_equal(n, 2002);
+		assert_true(reel_merge__out_of_order(m) > 0);
+		reel_merge__free(m);
+	}
+	reel_reader__close(rd[0]);
+	reel_reader__close(rd[1]);
+}
+
+static void test_queue_full_drop(void **state)
+{
+	char path[300];
+	REEL_OPTS(reel_writer_opts, o, .block_bytes = 1024, .queue_blocks = 1);
+	struct reel_writer_stats ws;
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+	uint8_t payload[100] = {0};
+	uint32_t i = 0, accepted = 0, dropped = 0, found = 0;
+	uint64_t drop_bytes = 0, first_drop = 0, last_drop = 0;
+	int rc;
+
+	(void)state;
+	tpath(path, sizeof(path), "drop.reel");
+	w = reel_writer__open(path, &o);
+	assert_non_null(w);
+	reel_writer__test_pause(w, true);
+	/* current block + one queued block fill up, then appends are refused */
+	for (i = 0; dropped < 25; i++) {
+		rc = reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, 100 + i, payload, 20 + i % 50);
+		if (rc == 0) {
+			assert_int_equal(dropped, 0);
+			accepted++;
+		} else {
+			assert_int_equal(rc, -ENOBUFS);
+			if (!dropped)
+				first_drop = 100 + i;
+			last_drop = 100 + i;
+			dropped++;
+			drop_bytes += 20 + i % 50;
+		}
+	}
+	reel_writer__stats(w, &ws);
+	assert_int_equal(ws.dropped_records, dropped);
+	assert_int_equal(ws.dropped_bytes, drop_bytes);
+	reel_writer__test_pause(w, false);
+	assert_int_equal(reel_writer__flush(w), 0);
+	/* the next accepted record is preceded by the DROP record */
+	assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, 100 + i, payload, 8), 0);
+	assert_int_equal(reel_writer__close(w), 0);
+
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	i = 0;
+	while ((rc = reel_reader__next(r, &rec)) > 0) {
+		if (rec.type == REEL_REC_DROP) {
+			const struct reel_drop *d = rec.data;
+
+			assert_int_equal(rec.len, sizeof(*d));
+			assert_int_equal(i, accepted);
+			assert_int_equal(d->reason, REEL_DROP_WRITER_BEHIND);
+			assert_int_equal(d->records, dropped);
+			assert_int_equal(d->bytes, drop_bytes);
+			assert_int_equal(d->first_ts, first_drop);
+			assert_int_equal(d->last_ts, last_drop);
+			assert_int_equal(d->err, 0);
+			assert_int_equal(rec.cpu, REEL_CPU_NONE);
+			found++;
+		}
+		i++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(found, 1);
+	assert_int_equal(i, accepted + 2);
+	reel_reader__close(r);
+}
+
+static void test_write_error(void **state)
+{
+	char path[300], path2[300];
+	REEL_OPTS(reel_writer_opts, o, .block_bytes = 1024, .threads = -1);
+	struct reel_writer_stats ws;
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+	struct rlimit old, lim;
+	uint8_t payload[200];
+	uint32_t accepted = 0, errors = 0, got = 0;
+	uint64_t seed = 1;
+	int rc, fd;
+	void (*prev)(int);
+
+	(void)state;
+	/* /dev/full: the header cannot be written, open says so */
+	fd = open("/dev/full", O_WRONLY);
+	if (fd >= 0) {
+		errno = 0;
+		assert_null(reel_writer__open_fd(fd, &o));
+		assert_int_equal(errno, ENOSPC);
+	}
+
+	/* a file size limit hit after a few blocks (EFBIG) */
+	tpath(path, sizeof(path), "werr.reel");
+	tpath(path2, sizeof(path2), "werr2.reel");
+	prev = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	w = reel_writer__open(path, &o);
+	assert_non_null(w);
+	lim = old;
+	lim.rlim_cur = 6000;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (uint32_t i = 0; i < 200; i++) {
+		for (size_t k = 0; k < sizeof(payload); k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			payload[k] = (uint8_t)(seed >> 56); /* incompressible */
+		}
+		memcpy(payload, &i, 4);
+		rc = reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, 1000 + i, payload, 200);
+		if (rc == 0) {
+			assert_int_equal(errors, 0);
+			accepted++;
+		} else {
+			assert_int_equal(rc, -EFBIG);
+			errors++;
+		}
+	}
+	reel_writer__stats(w, &ws);
+	assert_true(errors > 0);
+	assert_int_equal(ws.last_error, -EFBIG);
+	assert_true(ws.blocks > 0);
+	/* the records of the block that failed count as dropped too */
+	assert_true(ws.dropped_records > errors);
+	/* after the error: a new file gets the DROP(WRITE_ERROR) record */
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	assert_int_equal(reel_writer__rotate(w, path2), -EFBIG);
+	assert_int_equal(reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 5000, "x", 1), 0);
+	assert_int_equal(reel_writer__close(w), -EFBIG);
+	signal(SIGXFSZ, prev);
+
+	/* everything written before the error is intact */
+	zstd_ok(path);
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	while ((rc = reel_reader__next(r, &rec)) > 0) {
+		uint32_t v;
+
+		memcpy(&v, rec.data, 4);
+		assert_int_equal(v, got);
+		got++;
+	}
+	assert_int_equal(rc, 0);
+	assert_true(got > 0);
+	assert_int_equal(got + ws.dropped_records, accepted + errors);
+	reel_reader__close(r);
+
+	r = reel_reader__open(path2, NULL);
+	assert_non_null(r);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, REEL_REC_DROP);
+	{
+		const struct reel_drop *d = rec.data;
+
+		assert_int_equal(d->reason, REEL_DROP_WRITE_ERROR);
+		assert_int_equal(d->err, -EFBIG);
+		assert_int_equal(d->records, ws.dropped_records);
+		assert_int_equal(d->last_ts, 1000 + 199);
+	}
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(rec.type, REEL_REC_NOTE);
+	assert_int_equal(reel_reader__next(r, &rec), 0);
+	reel_reader__close(r);
+}
+
+static void test_rotate(void **state)
+{
+	char path[3][300];
+	REEL_OPTS(reel_writer_opts, o, .block_bytes = 512);
+	struct reel_writer *w;
+
+	(void)state;
+	for (int f = 0; f < 3; f++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "rot%d.reel", f);
+		tpath(path[f], sizeof(path[f]), name);
+	}
+	w = reel_writer__open(path[0], &o);
+	assert_non_null(w);
+	for (uint32_t i = 0; i < 300; i++) {
+		if (i == 100 || i == 200)
+			assert_int_equal(reel_writer__rotate(w, path[i / 100]), 0);
+		assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0, i % 2, 10 + i, &i, 4),
+				 0);
+		if (i % 10 == 9)
+			assert_int_equal(reel_writer__flush(w), 0); /* no drops from a fast loop */
+	}
+	{
+		struct reel_writer_stats ws;
+
+		reel_writer__stats(w, &ws);
+		assert_int_equal(ws.records, 300);
+		assert_int_equal(ws.dropped_records, 0);
+	}
+	assert_int_equal(reel_writer__close(w), 0);
+	for (int f = 0; f < 3; f++) {
+		struct reel_reader *r = reel_reader__open(path[f], NULL);
+		struct reel_reader_stats st;
+		struct reel_record rec;
+		uint32_t n = 0, v;
+
+		assert_non_null(r);
+		assert_int_equal(reel_reader__header(r)->file_seq, f);
+		while (reel_reader__next(r, &rec) > 0) {
+			memcpy(&v, rec.data, 4);
+			assert_int_equal(v, f * 100 + n);
+			n++;
+		}
+		assert_int_equal(n, 100);
+		reel_reader__stats(r, &st);
+		assert_true(st.clean_close);
+		reel_reader__close(r);
+		zstd_ok(path[f]);
+	}
+}
+
+static void test_perms_symlink(void **state)
+{
+	char path[300], link[300];
+	REEL_OPTS(reel_writer_opts, o, .threads = -1);
+	REEL_OPTS(reel_writer_opts, ow, .threads = -1, .allow_overwrite = true);
+	struct reel_writer *w;
+	struct stat st;
+	mode_t um;
+
+	(void)state;
+	tpath(path, sizeof(path), "perm.reel");
+	tpath(link, sizeof(link), "link.reel");
+	um = umask(0);
+	w = reel_writer__open(path, &o);
+	umask(um);
+	assert_non_null(w);
+	assert_int_equal(reel_writer__close(w), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* existing file refused unless allow_overwrite */
+	errno = 0;
+	assert_null(reel_writer__open(path, &o));
+	assert_int_equal(errno, EEXIST);
+	w = reel_writer__open(path, &ow);
+	assert_non_null(w);
+	assert_int_equal(reel_writer__close(w), 0);
+	/* a symlink is refused, even with allow_overwrite */
+	assert_int_equal(symlink(path, link), 0);
+	errno = 0;
+	assert_null(reel_writer__open(link, &o));
+	assert_int_equal(errno, EEXIST);
+	errno = 0;
+	assert_null(reel_writer__open(link, &ow));
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+}
+
+static void test_seek_tick(void **state)
+{
+	char path[300];
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_age_ms = 1);
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+	const struct reel_block_info *bi;
+	int nb;
+
+	(void)state;
+	tpath(path, sizeof(path), "seek.reel");
+	write_std(path, 200, 1024);
+	r = reel_reader__open(path, NULL);
+	nb = reel_reader__blocks(r, &bi);
+	assert_true(nb > 5);
+	assert_int_equal(reel_reader__seek_time(r, bi[3].ts_min + 1), 0);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(rec.block, 3);
+	assert_int_equal(rec.ts_ns, bi[3].ts_min);
+	assert_int_equal(reel_reader__seek_time(r, UINT64_MAX), 0);
+	assert_int_equal(reel_reader__next(r, &rec), 0);
+	assert_int_equal(reel_reader__rewind(r), 0);
+	assert_int_equal(reel_reader__next(r, &rec), 1);
+	assert_int_equal(rec.block, 0);
+	{
+		const struct reel_cpu_count *cc;
+		int n = reel_reader__block_cpus(r, 0, &cc);
+		uint32_t sum = 0;
+
+		assert_int_equal(n, 4);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(cc[i].cpu, (uint32_t)i);
+			sum += cc[i].count;
+		}
+		assert_int_equal(sum, bi[0].records);
+		assert_int_equal(reel_reader__block_cpus(r, nb, &cc), -ERANGE);
+	}
+	reel_reader__close(r);
+
+	/* same via scanning */
+	{
+		REEL_OPTS(reel_reader_opts, ro, .no_index = true);
+
+		r = reel_reader__open(path, &ro);
+		assert_int_equal(reel_reader__blocks(r, &bi), nb);
+		assert_int_equal(reel_reader__seek_time(r, bi[3].ts_min + 1), 0);
+		assert_int_equal(reel_reader__next(r, &rec), 1);
+		assert_int_equal(rec.block, 3);
+		reel_reader__close(r);
+	}
+
+	/* tick closes an aged block */
+	tpath(path, sizeof(path), "tick.reel");
+	w = reel_writer__open(path, &o);
+	assert_int_equal(reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 1, "a", 1), 0);
+	assert_int_equal(reel_writer__tick(w, 1), 0); /* not aged */
+	{
+		struct reel_writer_stats ws;
+
+		reel_writer__stats(w, &ws);
+		assert_int_equal(ws.blocks, 0);
+		assert_int_equal(reel_writer__tick(w, UINT64_MAX / 2), 0);
+		reel_writer__stats(w, &ws);
+		assert_int_equal(ws.blocks, 1);
+	}
+	assert_int_equal(reel_writer__close(w), 0);
+}
+
+static void test_not_reel(void **state)
+{
+	static const uint8_t zstd_empty[] = {0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0x01, 0x00, 0x00};
+	struct reel_reader *r = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(
+		reel_reader__open2(NULL, "hello world, not reel", 21, NULL, &r, err, sizeof(err)),
+		-REEL_ERR_MAGIC);
+	assert_int_equal(reel_reader__open2(NULL, zstd_empty, sizeof(zstd_empty), NULL, &r, err,
+					    sizeof(err)),
+			 -REEL_ERR_MAGIC);
+	assert_non_null(strstr(err, "plain zstd"));
+	assert_int_equal(
+		reel_reader__open2("/nonexistent/x.reel", NULL, 0, NULL, &r, err, sizeof(err)),
+		-ENOENT);
+	errno = 0;
+	assert_null(reel_reader__open_mem("xx", 2, NULL));
+	assert_int_equal(errno, EBADMSG);
+}
+
+/* Regression corpus: the .reel files of tests/data and their expected outcome. */
+static void test_data_files(void **state)
+{
+	static const struct {
+		const char *name;
+		int open_rc;   /* expected reel_reader__open2 result */
+		int records;   /* records yielded */
+		int errors;    /* negative returns from next */
+		int first_err; /* first error code */
+		bool clean;
+	} cases[] = {
+		{"good.reel", 0, 600, 0, 0, true},
+		{"truncated.reel", 0, 0, 1, -REEL_ERR_TRUNCATED, false},
+		{"no_footer.reel", 0, 600, 0, 0, false},
+		{"bitflip.reel", 0, 0, 1, -REEL_ERR_CHECKSUM, true},
+		{"bad_record.reel", 0, 0, 1, -REEL_ERR_CORRUPT, false},
+		{"oversize.reel", 0, 0, 1, -REEL_ERR_CORRUPT, false},
+		{"header_only.reel", 0, 0, 0, 0, false},
+		{"garbage.reel", -REEL_ERR_MAGIC, 0, 0, 0, false},
+		{"empty.reel", -REEL_ERR_TRUNCATED, 0, 0, 0, false},
+		{"version2.reel", -REEL_ERR_VERSION, 0, 0, 0, false},
+		{"unknown_type.reel", 0, 2, 0, 0, true},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[600], err[256];
+		struct reel_reader *r = NULL;
+		struct reel_reader_stats st;
+		struct reel_record rec;
+		int rc, records = 0, errors = 0, first = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", REEL_TEST_DATA, cases[i].name);
+		rc = reel_reader__open2(path, NULL, 0, NULL, &r, err, sizeof(err));
+		if (rc != cases[i].open_rc)
+			fail_msg("%s: open %d (%s), expected %d", cases[i].name, rc, err,
+				 cases[i].open_rc);
+		if (rc)
+			continue;
+		while ((rc = reel_reader__next(r, &rec)) != 0) {
+			if (rc < 0) {
+				if (!errors)
+					first = rc;
+				errors++;
+			} else {
+				records++;
+			}
+		}
+		reel_reader__stats(r, &st);
+		if (records < cases[i].records || errors != cases[i].errors ||
+		    first != cases[i].first_err || st.clean_close != cases[i].clean)
+			fail_msg("%s: %d records, %d errors (first %d: %s), clean %d",
+				 cases[i].name, records, errors, first, reel_reader__errmsg(r),
+				 st.clean_close);
+		reel_reader__close(r);
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/reel_test_format.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	reel_set_print(quiet);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_helpers),		 cmocka_unit_test(test_roundtrip_types),
+		cmocka_unit_test(test_cut_every_offset), cmocka_unit_test(test_bitflip),
+		cmocka_unit_test(test_unknown_type),	 cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_queue_full_drop),	 cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_rotate),		 cmocka_unit_test(test_perms_symlink),
+		cmocka_unit_test(test_seek_tick),	 cmocka_unit_test(test_not_reel),
+		cmocka_unit_test(test_data_files),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
