@@ -124,34 +124,11 @@ static bool same_file(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-struct reel_writer *tool_create_output(const char *out, bool force, const struct reel_header *h,
-				       uint32_t block_bytes, const char *const *inputs, int ninputs)
+static int create_error(const char *out, int err)
 {
-	/* Header strings are passed even when empty: NULL would make the writer
-	 * fill them from the host running reeltool, not the one that captured. */
-	const char *argv1[1] = {h->cmdline};
-	REEL_OPTS(reel_writer_opts, wo, .threads = -1, /* compress inline: never drop a record */
-		  .allow_overwrite = force, .hostname = h->hostname, .kernel = h->kernel,
-		  .boot_id = h->boot_id, .ncpu = h->ncpu, .argv = argv1, .argc = 1,
-		  .abi_version = h->abi_version, .tool_version = h->tool_version,
-		  .snaplen = h->snaplen, .file_seq = h->file_seq, .clock = h->clock,
-		  .block_bytes = block_bytes);
-	struct reel_writer *w;
 	struct stat st;
-	int i;
 
-	if (!h->cmdline[0])
-		wo.argc = 0, wo.argv = NULL;
-	for (i = 0; i < ninputs; i++) {
-		if (same_file(inputs[i], out)) {
-			tool_err("%s: output is the input %s: refusing", out, inputs[i]);
-			return NULL;
-		}
-	}
-	w = reel_writer__open(out, &wo);
-	if (w)
-		return w;
-	switch (errno) {
+	switch (err) {
 	case EEXIST:
 		if (lstat(out, &st) == 0 && S_ISLNK(st.st_mode))
 			tool_err("%s: cannot create: is a symbolic link (refusing to follow it)",
@@ -163,34 +140,103 @@ struct reel_writer *tool_create_output(const char *out, bool force, const struct
 		tool_err("%s: cannot create: is a symbolic link (refusing to follow it)", out);
 		break;
 	default:
-		tool_err("%s: cannot create: %s", out, reel_strerror(errno));
+		tool_err("%s: cannot create: %s", out, reel_strerror(err));
 	}
-	return NULL;
-}
-
-int tool_finish_output(struct reel_writer *w, const char *out, bool unlink_on_error)
-{
-	struct reel_writer_stats st;
-	int err;
-
-	reel_writer__stats(w, &st);
-	err = reel_writer__close(w);
-	if (!err && st.dropped_records == 0)
-		return 0;
-	if (err)
-		tool_err("%s: write failed: %s", out, reel_strerror(err));
-	if (st.dropped_records)
-		tool_err("%s: %llu records (%llu bytes) could not be written", out,
-			 (unsigned long long)st.dropped_records,
-			 (unsigned long long)st.dropped_bytes);
-	if (unlink_on_error && unlink(out) == 0)
-		tool_err("%s: removed the incomplete output", out);
 	return -1;
 }
 
-int tool_append(struct reel_writer *w, const struct reel_record *rec)
+int tool_create_output(struct tool_out *o, const char *out, bool force, const struct reel_header *h,
+		       uint32_t block_bytes, uint32_t block_age_ms, const char *const *inputs,
+		       int ninputs)
 {
-	return reel_writer__append(w, rec->type, rec->flags, rec->cpu, rec->ts_ns, rec->data,
+	/* Header strings are passed even when empty: NULL would make the writer
+	 * fill them from the host running reeltool, not the one that captured. */
+	const char *argv1[1] = {h->cmdline};
+	REEL_OPTS(reel_writer_opts, wo, .threads = -1, /* compress inline: never drop a record */
+		  .hostname = h->hostname, .kernel = h->kernel, .boot_id = h->boot_id,
+		  .ncpu = h->ncpu, .argv = argv1, .argc = 1, .abi_version = h->abi_version,
+		  .tool_version = h->tool_version, .snaplen = h->snaplen, .file_seq = h->file_seq,
+		  .clock = h->clock, .block_bytes = block_bytes, .block_age_ms = block_age_ms);
+	const char *target = out;
+	struct stat st;
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->path = out;
+	if (!h->cmdline[0])
+		wo.argc = 0, wo.argv = NULL;
+	for (i = 0; i < ninputs; i++) {
+		if (same_file(inputs[i], out)) {
+			tool_err("%s: output is the input %s: refusing", out, inputs[i]);
+			return -1;
+		}
+	}
+	if (lstat(out, &st) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return create_error(out, ELOOP);
+		if (!force)
+			return create_error(out, EEXIST);
+		if (!S_ISREG(st.st_mode)) {
+			tool_err("%s: cannot overwrite: not a regular file", out);
+			return -1;
+		}
+		/* -f: write beside it, rename over it when complete */
+		if (asprintf(&o->tmp, "%s.reeltool-%ld.tmp", out, (long)getpid()) < 0) {
+			o->tmp = NULL;
+			tool_err("%s: out of memory", out);
+			return -1;
+		}
+		target = o->tmp;
+	}
+	o->w = reel_writer__open(target, &wo);
+	if (!o->w) {
+		int err = errno;
+
+		create_error(target, err);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int tool_finish_output(struct tool_out *o, bool failed)
+{
+	const char *written = o->tmp ? o->tmp : o->path;
+	struct reel_writer_stats st;
+	int err, ret = 0;
+
+	reel_writer__stats(o->w, &st);
+	err = reel_writer__close(o->w);
+	o->w = NULL;
+	if (err) {
+		tool_err("%s: write failed: %s", written, reel_strerror(err));
+		failed = true;
+	}
+	if (st.dropped_records) {
+		tool_err("%s: %llu records (%llu bytes) could not be written", written,
+			 (unsigned long long)st.dropped_records,
+			 (unsigned long long)st.dropped_bytes);
+		failed = true;
+	}
+	if (!failed && o->tmp && rename(o->tmp, o->path)) {
+		tool_err("%s: cannot replace with %s: %s", o->path, o->tmp, strerror(errno));
+		failed = true;
+	}
+	if (failed) {
+		if (unlink(written) == 0)
+			tool_err("%s: removed the incomplete output%s", written,
+				 o->tmp ? " (the existing file is unchanged)" : "");
+		ret = -1;
+	}
+	free(o->tmp);
+	o->tmp = NULL;
+	return ret;
+}
+
+int tool_append(struct tool_out *o, const struct reel_record *rec)
+{
+	return reel_writer__append(o->w, rec->type, rec->flags, rec->cpu, rec->ts_ns, rec->data,
 				   rec->len);
 }
 

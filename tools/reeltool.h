@@ -48,22 +48,32 @@ const char *tool_read_errmsg(const struct reel_reader *r, int err);
 void tool_merge_damage(const struct reel_merge *m, char *const *paths, int n, int err,
 		       const char *what);
 
+/* An output file being written. With -f over an existing file the records
+ * go to a temporary file beside it that replaces it only when complete, so a
+ * failed run leaves the old file as it was. */
+struct tool_out {
+	struct reel_writer *w;
+	const char *path; /* what the user named */
+	char *tmp;	  /* temporary name, or NULL when writing `path` directly */
+};
+
 /* Creates an output .reel with the header facts of `h` (hostname, kernel,
  * boot id, CPUs, clock pair, command line, ABI version, tool version,
- * snaplen, file seq). Mode 0600, never follows a symlink, refuses an existing
- * file unless `force`, refuses to be one of the inputs. `block_bytes` 0 =
- * the writer's default. Prints why and returns NULL on failure. */
-struct reel_writer *tool_create_output(const char *out, bool force, const struct reel_header *h,
-				       uint32_t block_bytes, const char *const *inputs,
-				       int ninputs);
+ * snaplen, file seq). Mode 0600, never through a symlink, refuses an
+ * existing file unless `force` and refuses to be one of the inputs.
+ * `block_bytes`/`block_age_ms` 0 = the writer's defaults. Returns 0, or -1
+ * with the reason printed. */
+int tool_create_output(struct tool_out *o, const char *out, bool force, const struct reel_header *h,
+		       uint32_t block_bytes, uint32_t block_age_ms, const char *const *inputs,
+		       int ninputs);
 
-/* Finishes an output: closes the writer and reports write errors and
- * dropped records. Returns 0 or -1 (message printed). Removes the file on
- * failure when `unlink_on_error`. */
-int tool_finish_output(struct reel_writer *w, const char *out, bool unlink_on_error);
+/* Finishes an output: closes the writer, reports write errors and records it
+ * could not write, and puts the file in place. With `failed` (the caller saw
+ * an error) or on any error, removes what was written. Returns 0 or -1. */
+int tool_finish_output(struct tool_out *o, bool failed);
 
 /* Appends a record copied from a reader. Returns 0 or a negative errno. */
-int tool_append(struct reel_writer *w, const struct reel_record *rec);
+int tool_append(struct tool_out *o, const struct reel_record *rec);
 
 /* Record filter used by cat and slice. */
 struct tool_filter {

@@ -79,56 +79,69 @@ static int missing_args(const char *what, const char *usage)
 
 /* ---- recover ---- */
 
+/* Largest raw block of `r` (scan), so the output can hold each input block whole. */
+static uint32_t max_block_raw(struct reel_reader *r)
+{
+	const struct reel_block_info *b;
+	uint32_t max = 0;
+	int n, i;
+
+	n = reel_reader__blocks(r, &b);
+	for (i = 0; i < n; i++)
+		if (b[i].raw_size > max)
+			max = b[i].raw_size;
+	reel_reader__rewind(r);
+	return max;
+}
+
 static int recover(const char *in, const char *out, bool force)
 {
-	struct reel_writer *w = NULL;
 	struct reel_reader_stats st;
 	struct reel_reader *r;
 	struct reel_record rec;
-	uint64_t records = 0, blocks = 0, bad = 0;
+	struct tool_out o;
+	uint64_t records = 0;
 	int64_t cur_block = -1;
+	uint32_t block_bytes;
 	int ret, status = EXIT_OK;
 
 	r = tool_open(in, true);
 	if (!r)
 		return EXIT_USAGE;
-	w = tool_create_output(out, force, reel_reader__header(r), 0, &in, 1);
-	if (!w) {
+	/* One output block per good input block: room for the largest, no
+	 * closing on age, and a flush at every input block boundary. */
+	block_bytes = max_block_raw(r);
+	block_bytes = block_bytes < (1u << 20) ? 0 : block_bytes;
+	if (tool_create_output(&o, out, force, reel_reader__header(r), block_bytes, UINT32_MAX, &in,
+			       1)) {
 		reel_reader__close(r);
 		return EXIT_USAGE;
 	}
 	while ((ret = reel_reader__next(r, &rec)) != 0) {
 		if (ret < 0) {
-			bad++;
 			printf("%s: lost: %s\n", in, tool_read_errmsg(r, ret));
 			continue;
 		}
 		if ((int64_t)rec.block != cur_block) {
-			/* keep IN's block boundaries: one output block per good input block */
-			if (cur_block >= 0 && (ret = reel_writer__flush(w)) < 0)
+			if (cur_block >= 0 && (ret = reel_writer__flush(o.w)) < 0)
 				break;
 			cur_block = rec.block;
-			blocks++;
 		}
-		ret = tool_append(w, &rec);
+		ret = tool_append(&o, &rec);
 		if (ret < 0)
 			break;
 		records++;
 	}
-	if (ret < 0) {
+	if (ret < 0)
 		tool_err("%s: write failed: %s", out, reel_strerror(ret));
-		tool_finish_output(w, out, true);
+	if (tool_finish_output(&o, ret < 0)) {
 		reel_reader__close(r);
 		return EXIT_DAMAGE;
 	}
-	if (tool_finish_output(w, out, true))
-		status = EXIT_DAMAGE;
 	reel_reader__stats(r, &st);
-	if (status == EXIT_OK)
-		printf("%s: recovered %" PRIu64 " blocks, %" PRIu64
-		       " records into %s; lost %" PRIu64 " damaged blocks and %" PRIu64
-		       " trailing bytes\n",
-		       in, blocks, records, out, bad, st.trailing_bytes);
+	printf("%s: recovered %" PRIu64 " blocks, %" PRIu64 " records into %s; lost %" PRIu64
+	       " damaged blocks, %" PRIu64 " trailing bytes\n",
+	       in, st.blocks_ok, records, out, st.blocks_bad, st.trailing_bytes);
 	reel_reader__close(r);
 	return status;
 }
@@ -179,8 +192,8 @@ static bool is_context(const struct slice_opts *o, const struct reel_record *rec
 
 static int slice(struct slice_opts *o, const char *in, const char *out)
 {
-	struct reel_writer *w = NULL;
 	struct reel_reader *r;
+	struct tool_out wo;
 	struct reel_record rec;
 	uint64_t t0 = 0, records = 0, context = 0, bad = 0;
 	int ret = 0, status = EXIT_OK;
@@ -208,8 +221,7 @@ static int slice(struct slice_opts *o, const char *in, const char *out)
 	if (o->no_context && o->f.have_from && (ret = reel_reader__seek_time(r, o->f.from_ns)) < 0)
 		tool_err("%s: seek failed (%s): reading from the start", in,
 			 tool_read_errmsg(r, ret));
-	w = tool_create_output(out, o->force, reel_reader__header(r), 0, &in, 1);
-	if (!w) {
+	if (tool_create_output(&wo, out, o->force, reel_reader__header(r), 0, 0, &in, 1)) {
 		status = EXIT_USAGE;
 		goto out;
 	}
@@ -224,19 +236,15 @@ static int slice(struct slice_opts *o, const char *in, const char *out)
 		ctx = !tool_filter_match(&o->f, &rec) && is_context(o, &rec);
 		if (!ctx && !tool_filter_match(&o->f, &rec))
 			continue;
-		ret = tool_append(w, &rec);
+		ret = tool_append(&wo, &rec);
 		if (ret < 0)
 			break;
 		records++;
 		context += ctx;
 	}
-	if (ret < 0) {
+	if (ret < 0)
 		tool_err("%s: write failed: %s", out, reel_strerror(ret));
-		tool_finish_output(w, out, true);
-		status = EXIT_DAMAGE;
-		goto out;
-	}
-	if (tool_finish_output(w, out, true)) {
+	if (tool_finish_output(&wo, ret < 0)) {
 		status = EXIT_DAMAGE;
 		goto out;
 	}
@@ -313,7 +321,7 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 {
 	struct reel_reader **rs = calloc((size_t)n, sizeof(*rs));
 	const struct reel_header *h0;
-	struct reel_writer *w = NULL;
+	struct tool_out o = {0};
 	struct reel_merge *m = NULL;
 	struct reel_record rec;
 	uint64_t t0 = 0, records = 0, bad = 0;
@@ -376,19 +384,18 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 		status = EXIT_USAGE;
 		goto out;
 	}
-	w = tool_create_output(out, force, h0, 0, (const char *const *)ins, n);
-	if (!w) {
-		status = EXIT_USAGE;
-		goto out;
-	}
 	m = reel_merge__new(rs, n, NULL);
 	if (!m) {
 		tool_err("cannot merge: %s", reel_strerror(errno));
-		tool_finish_output(w, out, true);
 		status = EXIT_USAGE;
 		goto out;
 	}
-	ret = reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, t0, note, (uint32_t)notelen);
+	if (tool_create_output(&o, out, force, h0, 0, 0, (const char *const *)ins, n)) {
+		status = EXIT_USAGE;
+		goto out;
+	}
+	ret = reel_writer__append(o.w, REEL_REC_NOTE, 0, REEL_CPU_NONE, t0, note,
+				  (uint32_t)notelen);
 	while (ret >= 0 && (ret = reel_merge__next(m, &rec)) != 0) {
 		if (ret < 0) {
 			bad++;
@@ -396,16 +403,12 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 			ret = 0;
 			continue;
 		}
-		ret = tool_append(w, &rec);
+		ret = tool_append(&o, &rec);
 		records++;
 	}
-	if (ret < 0) {
+	if (ret < 0)
 		tool_err("%s: write failed: %s", out, reel_strerror(ret));
-		tool_finish_output(w, out, true);
-		status = EXIT_DAMAGE;
-		goto out;
-	}
-	if (tool_finish_output(w, out, true)) {
+	if (tool_finish_output(&o, ret < 0)) {
 		status = EXIT_DAMAGE;
 		goto out;
 	}
