@@ -1,0 +1,982 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0)
+/*
+ * reel socket tracer: syscall tracepoints for socket I/O, connect/accept/close,
+ * and sched tracepoints for process events. Emits the events of reel_abi.h
+ * into the perf event array `events`. bpf/ABI.md is the spec of what is
+ * emitted and when.
+ *
+ * Hot path: sys_enter filters (self, pid set, cgroup, comm) before touching
+ * the fd; the fd is resolved to its socket with CO-RE reads and checked
+ * against the per-(tgid,fd) connection cache; only then the call's arguments
+ * are saved per thread. sys_exit emits with the return value (bytes moved).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+
+#include "reel_abi.h"
+#include "reel_sock.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define R_MSG_PEEK     2
+#define R_EINPROGRESS  115
+#define REEL_PORTS_MAX 16
+/* recvmmsg/sendmmsg messages past REEL_MMSG_MAX get length-only events, up to
+ * the kernel's own limit (UIO_MAXIOV). */
+#define R_MMSG_LIMIT 1024
+
+/* Tunables, set by reelcap between open and load. */
+const volatile __u32 self_tgid = 0;
+const volatile __u32 snaplen = REEL_SNAPLEN_DEFAULT;
+const volatile __u8 filter_pids = 0;
+const volatile __u8 filter_comm = 0;
+const volatile char comm_filter[REEL_COMM_LEN] = {};
+const volatile __u64 filter_cgroup = 0;
+const volatile __u32 nports = 0;
+const volatile __u16 ports[REEL_PORTS_MAX] = {}; /* network order */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} events SEC(".maps");
+
+/* Processes in scope when filter_pids: tgid -> 1. Seeded by reelcap, grown by fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/* Per connection state, key tgid << 32 | fd. `ino` is the generation: an fd
+ * whose socket inode differs was reused. LRU so sockets whose close we never
+ * saw (dup2, exit, exec) age out instead of filling the map. */
+struct conn_state {
+	__u64 ino;
+	__u64 sk;
+	__u64 pos[2]; /* stream position per reel_dir */
+	__u8 l4;
+	__u8 family;
+	__u8 role;
+	__u8 pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct conn_state);
+} conns SEC(".maps");
+
+/* Arguments saved at sys_enter for the matching sys_exit, per thread. */
+struct call_args {
+	__u64 buf;  /* buffer, iovec array, msghdr or mmsghdr array (user) */
+	__u64 cnt;  /* count / iovcnt / vlen */
+	__u64 addr; /* sendto/recvfrom address (user) */
+	struct sock_info si;
+	__s32 fd;
+	__u16 sys;
+	__u8 dir;
+	__u8 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct call_args);
+} calls SEC(".maps");
+
+/* Payload walk state of the message being emitted (one per CPU). */
+struct walk_state {
+	__u64 buf;	 /* flat buffer, or iovec array when is_iov */
+	__u64 buflen;	 /* flat buffer size */
+	__u64 seg_base;	 /* user address of the next byte of the current segment */
+	__u64 seg_left;	 /* bytes left in the current segment */
+	__u64 total;	 /* bytes the message moved */
+	__u64 off;	 /* bytes of the message walked */
+	__u64 chunk_off; /* message offset where the pending chunk starts */
+	__u64 pos;	 /* stream position of the message's first byte */
+	__u32 fill;	 /* payload bytes pending in the scratch buffer */
+	__u32 captured;	 /* payload bytes captured of this message */
+	__u32 nseg, seg_idx;
+	__u32 is_iov;
+	__u32 has_seq;
+	__u32 seq_end; /* TCP sequence number one past the message */
+	__u32 chunk_flags;
+	__u32 chunk;
+	__u32 pad;
+};
+
+/* 2 * REEL_CHUNK_MAX so that "fill < CHUNK_MAX plus a read of <= CHUNK_MAX"
+ * stays inside the buffer for the verifier. */
+struct scratch {
+	struct walk_state st;
+	struct reel_ev_data ev;
+	__u8 data[2 * REEL_CHUNK_MAX];
+};
+
+/* An ARRAY indexed by CPU, not a PERCPU_ARRAY: per-CPU values are limited to
+ * 32 KiB. reelcap sets max_entries to the number of possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+/* Kernel-side counters, per CPU, read by reelcap for STATS and the final line. */
+enum {
+	RS_CALLS_FULL, /* calls map full: a call was not captured */
+	RS_CONNS_FULL, /* conns map update failed */
+	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
+	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
+	RS_IOV_TAIL,   /* calls with more than REEL_IOV_MAX segments (tail truncated) */
+	RS_MAX,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} kstats SEC(".maps");
+
+static __always_inline void kstat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&kstats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline struct scratch *scratch_get(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
+
+static __always_inline void ev_hdr(struct reel_ev_hdr *h, __u16 kind, __u32 size)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	h->abi_version = REEL_ABI_VERSION;
+	h->kind = kind;
+	h->size = size;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->tgid = id >> 32;
+	h->tid = (__u32)id;
+}
+
+static __always_inline int output(void *ctx, void *data, __u64 size)
+{
+	int err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
+
+	if (err)
+		kstat_inc(RS_OUTPUT_ERR);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Filters                                                             */
+
+static __always_inline bool comm_matches(void)
+{
+	char c[REEL_COMM_LEN];
+
+	bpf_get_current_comm(c, sizeof(c));
+	for (int i = 0; i < REEL_COMM_LEN; i++) {
+		if (c[i] != comm_filter[i])
+			return false;
+		if (!c[i])
+			break;
+	}
+	return true;
+}
+
+/* Everything that can be decided before looking at the fd. */
+static __always_inline bool in_scope(__u32 tgid)
+{
+	if (tgid == self_tgid)
+		return false;
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup)
+		return false;
+	if (filter_comm && !comm_matches())
+		return false;
+	return true;
+}
+
+static __always_inline bool ports_match(const struct sock_info *si)
+{
+	__u16 l, r;
+
+	if (!nports)
+		return true;
+	if (si->family != R_AF_INET && si->family != R_AF_INET6)
+		return false;
+	sock_ports((struct sock *)si->sk, &l, &r);
+	for (int i = 0; i < REEL_PORTS_MAX; i++) {
+		if (i >= nports)
+			break;
+		if (ports[i] == l || ports[i] == r)
+			return true;
+	}
+	return false;
+}
+
+/* Resolves fd of the current task to a captured socket: from the connection
+ * cache when the inode matches, else from the kernel socket. 0 or -1. */
+static __always_inline int sock_lookup(__u32 tgid, int fd, struct sock_info *si)
+{
+	struct file *f = fd_file(fd);
+	struct conn_state *c;
+	__u64 key, ino;
+
+	if (!f)
+		return -1;
+	ino = file_sock_ino(f);
+	if (!ino)
+		return -1;
+	key = (__u64)tgid << 32 | (__u32)fd;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (c && c->ino == ino) {
+		si->ino = ino;
+		si->sk = c->sk;
+		si->l4 = c->l4;
+		si->family = c->family;
+	} else if (file_sock_info(f, ino, si)) {
+		return -1;
+	}
+	return ports_match(si) ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Connection events                                                   */
+
+static __always_inline void emit_open(void *ctx, __u32 tgid, int fd, const struct conn_state *c,
+				      __u8 role, __u16 sys, int ret)
+{
+	struct reel_ev_conn_open ev = {};
+
+	ev_hdr(&ev.hdr, REEL_EV_CONN_OPEN, sizeof(ev));
+	ev.conn.tgid = tgid;
+	ev.conn.fd = fd;
+	ev.conn.ino = c->ino;
+	ev.role = role;
+	ev.l4 = c->l4;
+	ev.syscall = sys;
+	ev.ret = ret;
+	sock_tuple((struct sock *)c->sk, c->family, &ev.local, &ev.remote, &ev.remote_ino);
+	if (c->family == R_AF_UNIX)
+		ev.unix_ino = c->ino;
+	output(ctx, &ev, sizeof(ev));
+}
+
+static __always_inline void emit_close(void *ctx, __u32 tgid, int fd, const struct conn_state *c)
+{
+	struct reel_ev_conn_close ev = {};
+
+	ev_hdr(&ev.hdr, REEL_EV_CONN_CLOSE, sizeof(ev));
+	ev.conn.tgid = tgid;
+	ev.conn.fd = fd;
+	ev.conn.ino = c->ino;
+	ev.bytes_egress = c->pos[REEL_DIR_EGRESS];
+	ev.bytes_ingress = c->pos[REEL_DIR_INGRESS];
+	ev.l4 = c->l4;
+	output(ctx, &ev, sizeof(ev));
+}
+
+/* The connection state for (tgid, fd) with generation si->ino: found, or
+ * created (closing a stale generation first and announcing the new one with
+ * `role`). `fresh` forces a new generation even when the inode matches
+ * (accept on a number whose close we missed cannot keep old positions). */
+static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd,
+						   const struct sock_info *si, __u8 role, __u16 sys,
+						   int ret, bool announce)
+{
+	__u64 key = (__u64)tgid << 32 | (__u32)fd;
+	struct conn_state *c = bpf_map_lookup_elem(&conns, &key);
+	struct conn_state n = {};
+
+	if (c && c->ino == si->ino) {
+		if (announce) {
+			c->role = role;
+			emit_open(ctx, tgid, fd, c, role, sys, ret);
+		}
+		return c;
+	}
+	if (c)
+		emit_close(ctx, tgid, fd, c);
+	n.ino = si->ino;
+	n.sk = si->sk;
+	n.l4 = si->l4;
+	n.family = si->family;
+	n.role = role;
+	if (bpf_map_update_elem(&conns, &key, &n, BPF_ANY)) {
+		kstat_inc(RS_CONNS_FULL);
+		return NULL;
+	}
+	emit_open(ctx, tgid, fd, &n, role, sys, ret);
+	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* ------------------------------------------------------------------ */
+/* Payload walk                                                        */
+
+/* Emits the pending chunk (fill captured bytes), or, with `tail`, a chunk
+ * covering the rest of the message with no payload. */
+static __always_inline void flush_chunk(void *ctx, struct scratch *s, __u32 len, __u32 cap,
+					__u32 flags)
+{
+	struct walk_state *st = &s->st;
+
+	s->ev.stream_pos = st->pos + st->chunk_off;
+	s->ev.len = len;
+	s->ev.cap_len = cap;
+	s->ev.flags |= st->chunk_flags | flags;
+	if (st->has_seq)
+		s->ev.tcp_seq = st->seq_end - (__u32)(st->total - st->chunk_off);
+	s->ev.chunk = st->chunk;
+	s->ev.hdr.size = sizeof(struct reel_ev_data) + cap;
+	output(ctx, &s->ev, sizeof(struct reel_ev_data) + (cap & (2 * REEL_CHUNK_MAX - 1)));
+	s->ev.flags &= ~(st->chunk_flags | flags);
+	st->chunk_flags = 0;
+	st->chunk++;
+	st->chunk_off += len;
+	st->fill = 0;
+}
+
+static __always_inline void walk_finish(void *ctx, struct scratch *s)
+{
+	struct walk_state *st = &s->st;
+
+	if (st->fill)
+		flush_chunk(ctx, s, st->fill, st->fill, 0);
+	if (st->off < st->total) {
+		if (st->captured < snaplen)
+			kstat_inc(RS_IOV_TAIL);
+		flush_chunk(ctx, s, st->total - st->off, 0, REEL_DATAF_TRUNCATED);
+		st->off = st->total;
+	}
+}
+
+struct loop_ctx {
+	void *ctx;
+};
+
+/* One step of the walk: load the next segment, or copy the next piece of
+ * the current one into the scratch buffer. Returns 1 when done. */
+static long walk_step(__u32 i, void *arg)
+{
+	struct loop_ctx *lc = arg;
+	struct scratch *s = scratch_get();
+	struct walk_state *st;
+	__u64 left, n;
+	__u32 fill;
+
+	if (!s)
+		return 1;
+	st = &s->st;
+	if (st->off >= st->total)
+		return 1;
+	if (!st->seg_left) {
+		__u64 base, len;
+
+		if (st->seg_idx >= st->nseg)
+			return 1;
+		if (st->is_iov) {
+			struct iovec v = {};
+
+			bpf_probe_read_user(&v, sizeof(v),
+					    (void *)(st->buf + (__u64)st->seg_idx * sizeof(v)));
+			base = (__u64)v.iov_base;
+			len = v.iov_len;
+		} else {
+			base = st->buf;
+			len = st->buflen;
+		}
+		st->seg_idx++;
+		left = st->total - st->off;
+		st->seg_base = base;
+		st->seg_left = len < left ? len : left;
+		return 0;
+	}
+	if (st->captured >= snaplen)
+		return 1;
+	left = st->seg_left;
+	if (left > REEL_CHUNK_MAX - st->fill)
+		left = REEL_CHUNK_MAX - st->fill;
+	if (left > snaplen - st->captured)
+		left = snaplen - st->captured;
+	n = left;
+	barrier_var(n);
+	if (n > REEL_CHUNK_MAX)
+		n = REEL_CHUNK_MAX;
+	barrier_var(n);
+	fill = st->fill & (REEL_CHUNK_MAX - 1);
+	if (bpf_probe_read_user(&s->data[fill], n, (void *)st->seg_base))
+		st->chunk_flags |= REEL_DATAF_FAULT;
+	st->fill += n;
+	st->captured += n;
+	st->seg_base += n;
+	st->seg_left -= n;
+	st->off += n;
+	if (st->fill >= REEL_CHUNK_MAX)
+		flush_chunk(lc->ctx, s, st->fill, st->fill, 0);
+	return 0;
+}
+
+/* Per-message parameters of emit_msg. */
+struct msg_desc {
+	__u64 buf, buflen; /* flat buffer, or iovec array and its length */
+	__u64 total;	   /* bytes the message moved */
+	__u32 is_iov;
+	__u32 flags; /* REEL_DATAF_* for every chunk */
+	__u32 call_len;
+	__u32 seq_end; /* TCP seq one past this message (if has_seq) */
+	__u16 msg;
+	__u8 has_seq;
+	__u8 has_peer;
+	struct reel_endpoint peer;
+};
+
+static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct call_args *a,
+				     struct conn_state *c, const struct msg_desc *m)
+{
+	struct walk_state *st = &s->st;
+	struct loop_ctx lc = {.ctx = ctx};
+	__u64 id = bpf_get_current_pid_tgid();
+
+	__builtin_memset(st, 0, sizeof(*st));
+	st->buf = m->buf;
+	st->buflen = m->buflen;
+	st->total = m->total;
+	st->is_iov = m->is_iov;
+	st->nseg = m->is_iov ? (m->buflen < REEL_IOV_MAX ? m->buflen : REEL_IOV_MAX) : 1;
+	st->has_seq = m->has_seq;
+	st->seq_end = m->seq_end;
+	/* reserve the byte range atomically: threads may share the socket */
+	st->pos = __sync_fetch_and_add(&c->pos[a->dir & 1], m->total);
+
+	__builtin_memset(&s->ev, 0, sizeof(s->ev));
+	s->ev.hdr.abi_version = REEL_ABI_VERSION;
+	s->ev.hdr.kind = REEL_EV_DATA;
+	s->ev.hdr.ts_ns = bpf_ktime_get_ns();
+	s->ev.hdr.tgid = id >> 32;
+	s->ev.hdr.tid = (__u32)id;
+	s->ev.conn.tgid = id >> 32;
+	s->ev.conn.fd = a->fd;
+	s->ev.conn.ino = c->ino;
+	s->ev.call_len = m->call_len;
+	s->ev.flags = m->flags | (m->has_seq ? REEL_DATAF_HAS_SEQ : 0) |
+		      (m->has_peer ? REEL_DATAF_HAS_PEER : 0);
+	s->ev.syscall = a->sys;
+	s->ev.dir = a->dir;
+	s->ev.l4 = c->l4;
+	s->ev.msg = m->msg;
+	if (m->has_peer)
+		s->ev.peer = m->peer;
+
+	if (m->flags & REEL_DATAF_LENGTH_ONLY) {
+		flush_chunk(ctx, s, m->total, 0, 0);
+		return;
+	}
+	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, &lc, 0);
+	walk_finish(ctx, s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Data syscalls                                                       */
+
+static __always_inline int data_enter(__u16 sys, __u8 dir, int fd, __u64 buf, __u64 cnt, __u64 addr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_args a = {};
+
+	if (!in_scope(id >> 32))
+		return 0;
+	if (sock_lookup(id >> 32, fd, &a.si))
+		return 0;
+	a.buf = buf;
+	a.cnt = cnt;
+	a.addr = addr;
+	a.fd = fd;
+	a.sys = sys;
+	a.dir = dir;
+	if (bpf_map_update_elem(&calls, &id, &a, BPF_ANY))
+		kstat_inc(RS_CALLS_FULL);
+	return 0;
+}
+
+static __always_inline void fill_seq(const struct call_args *a, struct msg_desc *m,
+				     __u64 bytes_after)
+{
+	if (a->si.l4 != REEL_L4_TCP)
+		return;
+	m->has_seq = 1;
+	m->seq_end = tcp_seq_end((struct sock *)a->si.sk, a->dir) - (__u32)bytes_after;
+}
+
+static __always_inline int data_exit(void *ctx, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_args *ap, a;
+	struct conn_state *c;
+	struct scratch *s;
+	struct msg_desc m = {};
+
+	ap = bpf_map_lookup_elem(&calls, &id);
+	if (!ap)
+		return 0;
+	a = *ap;
+	bpf_map_delete_elem(&calls, &id);
+	if (ret <= 0)
+		return 0;
+	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
+	if (!c)
+		return 0;
+	s = scratch_get();
+	if (!s)
+		return 0;
+
+	m.total = ret;
+	m.call_len = ret;
+	fill_seq(&a, &m, 0);
+	switch (a.sys) {
+	case REEL_SYS_READ:
+	case REEL_SYS_WRITE:
+	case REEL_SYS_SENDTO:
+	case REEL_SYS_RECVFROM:
+		m.buf = a.buf;
+		m.buflen = a.cnt;
+		if (a.addr && a.si.l4 == REEL_L4_UDP && !user_sockaddr((void *)a.addr, &m.peer))
+			m.has_peer = 1;
+		break;
+	case REEL_SYS_READV:
+	case REEL_SYS_WRITEV:
+		m.buf = a.buf;
+		m.buflen = a.cnt;
+		m.is_iov = 1;
+		break;
+	case REEL_SYS_SENDMSG:
+	case REEL_SYS_RECVMSG: {
+		struct user_msghdr mh = {};
+
+		bpf_probe_read_user(&mh, sizeof(mh), (void *)a.buf);
+		m.buf = (__u64)mh.msg_iov;
+		m.buflen = mh.msg_iovlen;
+		m.is_iov = 1;
+		if (mh.msg_name && a.si.l4 == REEL_L4_UDP && !user_sockaddr(mh.msg_name, &m.peer))
+			m.has_peer = 1;
+		break;
+	}
+	default: /* sendfile, splice */
+		m.flags = REEL_DATAF_LENGTH_ONLY;
+		break;
+	}
+	emit_msg(ctx, s, &a, c, &m);
+	return 0;
+}
+
+/* sendmmsg/recvmmsg: `ret` messages, each with its own msg_len. */
+struct mmsg_tail_ctx {
+	void *ctx;
+	struct call_args *a;
+	struct conn_state *c;
+	__u32 n;
+};
+
+static __always_inline __u32 mmsg_len(__u64 vec, __u32 j)
+{
+	__u32 len = 0;
+
+	bpf_probe_read_user(&len, sizeof(len),
+			    (void *)(vec + (__u64)j * sizeof(struct mmsghdr) +
+				     offsetof(struct mmsghdr, msg_len)));
+	return len;
+}
+
+static long mmsg_tail_step(__u32 i, void *arg)
+{
+	struct mmsg_tail_ctx *tc = arg;
+	__u32 j = REEL_MMSG_MAX + i;
+	struct scratch *s;
+	struct msg_desc m = {};
+
+	if (j >= tc->n)
+		return 1;
+	s = scratch_get();
+	if (!s)
+		return 1;
+	m.total = mmsg_len(tc->a->buf, j);
+	if (!m.total)
+		return 0;
+	m.call_len = m.total;
+	m.msg = j;
+	m.flags = REEL_DATAF_TRUNCATED | REEL_DATAF_LENGTH_ONLY;
+	kstat_inc(RS_MMSG_TAIL);
+	emit_msg(tc->ctx, s, tc->a, tc->c, &m);
+	return 0;
+}
+
+static __always_inline int mmsg_exit(void *ctx, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_args *ap, a;
+	struct conn_state *c;
+	__u32 lens[REEL_MMSG_MAX] = {};
+	__u64 after = 0;
+	__u32 n;
+
+	ap = bpf_map_lookup_elem(&calls, &id);
+	if (!ap)
+		return 0;
+	a = *ap;
+	bpf_map_delete_elem(&calls, &id);
+	if (ret <= 0)
+		return 0;
+	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
+	if (!c)
+		return 0;
+	n = ret;
+	for (__u32 j = 0; j < REEL_MMSG_MAX; j++) {
+		if (j >= n)
+			break;
+		lens[j] = mmsg_len(a.buf, j);
+		after += lens[j];
+	}
+	for (__u32 j = 0; j < REEL_MMSG_MAX; j++) {
+		struct user_msghdr mh = {};
+		struct msg_desc m = {};
+		struct scratch *s;
+
+		if (j >= n)
+			break;
+		after -= lens[j];
+		if (!lens[j])
+			continue;
+		s = scratch_get();
+		if (!s)
+			return 0;
+		bpf_probe_read_user(&mh, sizeof(mh),
+				    (void *)(a.buf + (__u64)j * sizeof(struct mmsghdr)));
+		m.buf = (__u64)mh.msg_iov;
+		m.buflen = mh.msg_iovlen;
+		m.is_iov = 1;
+		m.total = lens[j];
+		m.call_len = lens[j];
+		m.msg = j;
+		/* seq: messages past REEL_MMSG_MAX are not counted (TCP mmsg is rare) */
+		fill_seq(&a, &m, after);
+		if (mh.msg_name && a.si.l4 == REEL_L4_UDP && !user_sockaddr(mh.msg_name, &m.peer))
+			m.has_peer = 1;
+		emit_msg(ctx, s, &a, c, &m);
+	}
+	if (n > REEL_MMSG_MAX) {
+		struct mmsg_tail_ctx tc = {.ctx = ctx, .a = &a, .c = c, .n = n};
+
+		bpf_loop(R_MMSG_LIMIT - REEL_MMSG_MAX, mmsg_tail_step, &tc, 0);
+	}
+	return 0;
+}
+
+#define TP_ENTER(name) SEC("tracepoint/syscalls/sys_enter_" #name)
+#define TP_EXIT(name)  SEC("tracepoint/syscalls/sys_exit_" #name)
+#define ARG(i)	       (ctx->args[i])
+
+TP_ENTER(read)
+int enter_read(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_READ, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), 0);
+}
+
+TP_ENTER(write)
+int enter_write(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_WRITE, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), 0);
+}
+
+TP_ENTER(readv)
+int enter_readv(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_READV, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), 0);
+}
+
+TP_ENTER(writev)
+int enter_writev(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_WRITEV, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), 0);
+}
+
+TP_ENTER(sendto)
+int enter_sendto(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_SENDTO, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), ARG(4));
+}
+
+TP_ENTER(recvfrom)
+int enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ARG(3) & R_MSG_PEEK) /* peeked bytes are read again later */
+		return 0;
+	return data_enter(REEL_SYS_RECVFROM, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), ARG(4));
+}
+
+TP_ENTER(sendmsg)
+int enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_SENDMSG, REEL_DIR_EGRESS, ARG(0), ARG(1), 0, 0);
+}
+
+TP_ENTER(recvmsg)
+int enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ARG(2) & R_MSG_PEEK)
+		return 0;
+	return data_enter(REEL_SYS_RECVMSG, REEL_DIR_INGRESS, ARG(0), ARG(1), 0, 0);
+}
+
+TP_ENTER(sendmmsg)
+int enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_SENDMMSG, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), 0);
+}
+
+TP_ENTER(recvmmsg)
+int enter_recvmmsg(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ARG(3) & R_MSG_PEEK)
+		return 0;
+	return data_enter(REEL_SYS_RECVMMSG, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), 0);
+}
+
+TP_ENTER(sendfile64)
+int enter_sendfile(struct trace_event_raw_sys_enter *ctx)
+{
+	return data_enter(REEL_SYS_SENDFILE, REEL_DIR_EGRESS, ARG(0), 0, 0, 0);
+}
+
+TP_ENTER(splice)
+int enter_splice(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sock_info si;
+
+	if (!in_scope(id >> 32))
+		return 0;
+	/* socket -> pipe is ingress, pipe -> socket egress */
+	if (!sock_lookup(id >> 32, ARG(0), &si))
+		return data_enter(REEL_SYS_SPLICE, REEL_DIR_INGRESS, ARG(0), 0, 0, 0);
+	return data_enter(REEL_SYS_SPLICE, REEL_DIR_EGRESS, ARG(2), 0, 0, 0);
+}
+
+#define DATA_EXIT(name)                                                                            \
+	TP_EXIT(name)                                                                              \
+	int exit_##name(struct trace_event_raw_sys_exit *ctx)                                      \
+	{                                                                                          \
+		return data_exit(ctx, ctx->ret);                                                   \
+	}
+
+DATA_EXIT(read)
+DATA_EXIT(write)
+DATA_EXIT(readv)
+DATA_EXIT(writev)
+DATA_EXIT(sendto)
+DATA_EXIT(recvfrom)
+DATA_EXIT(sendmsg)
+DATA_EXIT(recvmsg)
+DATA_EXIT(sendfile64)
+DATA_EXIT(splice)
+
+TP_EXIT(sendmmsg)
+int exit_sendmmsg(struct trace_event_raw_sys_exit *ctx)
+{
+	return mmsg_exit(ctx, ctx->ret);
+}
+
+TP_EXIT(recvmmsg)
+int exit_recvmmsg(struct trace_event_raw_sys_exit *ctx)
+{
+	return mmsg_exit(ctx, ctx->ret);
+}
+
+/* ------------------------------------------------------------------ */
+/* connect, accept, close                                              */
+
+static __always_inline int sock_call_enter(__u16 sys, int fd)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_args a = {};
+
+	if (!in_scope(id >> 32))
+		return 0;
+	a.fd = fd;
+	a.sys = sys;
+	if (bpf_map_update_elem(&calls, &id, &a, BPF_ANY))
+		kstat_inc(RS_CALLS_FULL);
+	return 0;
+}
+
+/* connect() returned 0 or -EINPROGRESS on a.fd, or accept returned fd `ret`. */
+static __always_inline int sock_call_exit(void *ctx, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_args *ap, a;
+	struct sock_info si = {};
+	struct file *f;
+	__u8 role;
+	int fd;
+
+	ap = bpf_map_lookup_elem(&calls, &id);
+	if (!ap)
+		return 0;
+	a = *ap;
+	bpf_map_delete_elem(&calls, &id);
+	if (a.sys == REEL_SYS_CONNECT) {
+		if (ret != 0 && ret != -R_EINPROGRESS)
+			return 0;
+		fd = a.fd;
+		role = REEL_ROLE_CLIENT;
+	} else {
+		if (ret < 0)
+			return 0;
+		fd = ret;
+		role = REEL_ROLE_SERVER;
+		ret = 0;
+	}
+	f = fd_file(fd);
+	if (!f)
+		return 0;
+	si.ino = file_sock_ino(f);
+	if (!si.ino || file_sock_info(f, si.ino, &si) || !ports_match(&si))
+		return 0;
+	conn_get(ctx, id >> 32, fd, &si, role, a.sys, ret, true);
+	return 0;
+}
+
+TP_ENTER(connect)
+int enter_connect(struct trace_event_raw_sys_enter *ctx)
+{
+	return sock_call_enter(REEL_SYS_CONNECT, ARG(0));
+}
+
+TP_EXIT(connect)
+int exit_connect(struct trace_event_raw_sys_exit *ctx)
+{
+	return sock_call_exit(ctx, ctx->ret);
+}
+
+TP_ENTER(accept)
+int enter_accept(struct trace_event_raw_sys_enter *ctx)
+{
+	return sock_call_enter(REEL_SYS_ACCEPT, ARG(0));
+}
+
+TP_EXIT(accept)
+int exit_accept(struct trace_event_raw_sys_exit *ctx)
+{
+	return sock_call_exit(ctx, ctx->ret);
+}
+
+TP_ENTER(accept4)
+int enter_accept4(struct trace_event_raw_sys_enter *ctx)
+{
+	return sock_call_enter(REEL_SYS_ACCEPT4, ARG(0));
+}
+
+TP_EXIT(accept4)
+int exit_accept4(struct trace_event_raw_sys_exit *ctx)
+{
+	return sock_call_exit(ctx, ctx->ret);
+}
+
+TP_ENTER(close)
+int enter_close(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	int fd = ARG(0);
+	__u64 key = (id & 0xffffffff00000000ULL) | (__u32)fd;
+	struct conn_state *c;
+
+	if ((id >> 32) == self_tgid)
+		return 0;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return 0;
+	emit_close(ctx, id >> 32, fd, c);
+	bpf_map_delete_elem(&conns, &key);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Process events                                                      */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	struct reel_ev_proc_fork ev = {};
+	__u8 one = 1;
+
+	if (ptgid == ctgid) /* a thread */
+		return 0;
+	if (!in_scope(ptgid))
+		return 0;
+	if (filter_pids)
+		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	ev_hdr(&ev.hdr, REEL_EV_PROC_FORK, sizeof(ev));
+	ev.child_tgid = ctgid;
+	BPF_CORE_READ_STR_INTO(&ev.comm, child, comm);
+	output(ctx, &ev, sizeof(ev));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct scratch *s;
+	struct reel_ev_proc_exec *ev;
+	const char *fn;
+
+	if (!in_scope(p->tgid))
+		return 0;
+	/* the event is 304 bytes: build it in the scratch buffer, not the stack */
+	s = scratch_get();
+	if (!s)
+		return 0;
+	ev = (struct reel_ev_proc_exec *)s->data;
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev_hdr(&ev->hdr, REEL_EV_PROC_EXEC, sizeof(*ev));
+	ev->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	ev->uid = (__u32)bpf_get_current_uid_gid();
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	fn = BPF_CORE_READ(bprm, filename);
+	bpf_probe_read_kernel_str(ev->filename, sizeof(ev->filename), fn);
+	output(ctx, ev, sizeof(*ev));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	struct reel_ev_proc_exit ev = {};
+	__u32 tgid = p->tgid;
+
+	if (p->pid != p->tgid) /* a thread; the leader's exit stands for the process */
+		return 0;
+	if (!in_scope(tgid))
+		return 0;
+	ev_hdr(&ev.hdr, REEL_EV_PROC_EXIT, sizeof(ev));
+	ev.exit_code = BPF_CORE_READ(p, exit_code);
+	output(ctx, &ev, sizeof(ev));
+	if (filter_pids)
+		bpf_map_delete_elem(&pids, &tgid);
+	return 0;
+}

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Dropping capabilities after setup, with raw syscalls (libcap is not a
+ * dependency). Capabilities are per thread: call this before starting any
+ * thread that should not keep them (the writer's compression thread).
+ */
+#include <errno.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
+
+#include "reelcap.h"
+
+int caps_restrict(uint64_t keep)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {};
+
+	/* the bounding set first: dropping from it needs CAP_SETPCAP */
+	for (int cap = 0; cap <= 63; cap++) {
+		if (keep & (1ull << cap))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno == EINVAL)
+			break; /* past the last capability this kernel knows */
+	}
+	d[0].effective = d[0].permitted = (uint32_t)keep;
+	d[1].effective = d[1].permitted = (uint32_t)(keep >> 32);
+	if (syscall(SYS_capset, &h, d))
+		return -errno;
+	return 0;
+}

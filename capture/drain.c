@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The ring drain: one perf ring per online CPU (perf_buffer__new_raw),
+ * sample type RAW|TIME|CPU with sample_id_all, CLOCK_MONOTONIC timestamps
+ * and watermark wakeups. Every SAMPLE's raw bytes go to the file unchanged;
+ * every PERF_RECORD_LOST becomes a LOST record at the same place.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/perf_event.h>
+#include <bpf/libbpf.h>
+
+#include "reelcap.h"
+
+struct drain {
+	struct perf_buffer *pb;
+	struct out *out;
+	uint64_t count; /* stop after this many samples (0 = no limit) */
+	uint64_t samples;
+	int n;
+	int cpus[1024];
+	struct drain_cpu c[1024];
+};
+
+/* PERF_RECORD_SAMPLE with RAW|TIME|CPU: fields in perf ABI order. */
+struct sample_rec {
+	struct perf_event_header h;
+	uint64_t time;
+	uint32_t cpu, res;
+	uint32_t size;
+	uint8_t data[];
+} __attribute__((packed));
+
+/* PERF_RECORD_LOST with sample_id_all and TIME|CPU. */
+struct lost_rec {
+	struct perf_event_header h;
+	uint64_t id;
+	uint64_t lost;
+	uint64_t time;
+	uint32_t cpu, res;
+};
+
+static int online_cpus(int *cpus, int max)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	char buf[4096], *p, *tok;
+	int n = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	for (tok = strtok_r(buf, ",\n", &p); tok; tok = strtok_r(NULL, ",\n", &p)) {
+		int a, b;
+
+		if (sscanf(tok, "%d-%d", &a, &b) != 2)
+			b = a = atoi(tok);
+		for (int i = a; i <= b && n < max; i++)
+			cpus[n++] = i;
+	}
+	return n;
+}
+
+static struct drain_cpu *cpu_slot(struct drain *d, int cpu)
+{
+	for (int i = 0; i < d->n; i++)
+		if (d->c[i].cpu == cpu)
+			return &d->c[i];
+	return NULL;
+}
+
+static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *e)
+{
+	struct drain *d = ctx;
+	struct drain_cpu *c = cpu_slot(d, cpu);
+	int err;
+
+	if (!c)
+		return LIBBPF_PERF_EVENT_CONT;
+	if (e->type == PERF_RECORD_SAMPLE) {
+		const struct sample_rec *s = (const void *)e;
+		uint32_t size;
+
+		if (e->size < sizeof(*s))
+			return LIBBPF_PERF_EVENT_CONT;
+		size = s->size;
+		if (size > e->size - sizeof(*s))
+			size = e->size - sizeof(*s);
+		if (d->count && d->samples >= d->count)
+			return LIBBPF_PERF_EVENT_CONT;
+		d->samples++;
+		c->samples++;
+		c->sample_bytes += size;
+		err = out_append(d->out, REEL_REC_SAMPLE, s->cpu, s->time, s->data, size, NULL, 0);
+		if (err)
+			c->dropped++;
+	} else if (e->type == PERF_RECORD_LOST) {
+		const struct lost_rec *l = (const void *)e;
+		struct reel_lost rl;
+
+		if (e->size < sizeof(*l))
+			return LIBBPF_PERF_EVENT_CONT;
+		rl.id = l->id;
+		rl.lost = l->lost;
+		c->lost_records++;
+		c->lost += l->lost;
+		if (out_append(d->out, REEL_REC_LOST, l->cpu, l->time, &rl, sizeof(rl), NULL, 0))
+			c->dropped++;
+	}
+	return LIBBPF_PERF_EVENT_CONT;
+}
+
+struct drain *drain_new(int map_fd, uint32_t ring_pages, struct out *out, uint64_t count)
+{
+	struct drain *d = calloc(1, sizeof(*d));
+	struct perf_event_attr attr = {};
+	uint64_t ring = (uint64_t)ring_pages * sysconf(_SC_PAGESIZE);
+	int n, err;
+
+	if (!d)
+		return NULL;
+	d->out = out;
+	d->count = count;
+	n = online_cpus(d->cpus, 1024);
+	if (n <= 0) {
+		fprintf(stderr, "reelcap: cannot read /sys/devices/system/cpu/online: %s\n",
+			strerror(n ? -n : EIO));
+		free(d);
+		return NULL;
+	}
+	d->n = n;
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_BPF_OUTPUT;
+	attr.sample_period = 1;
+	attr.sample_type = PERF_SAMPLE_RAW | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	attr.sample_id_all = 1;
+	attr.use_clockid = 1;
+	attr.clockid = CLOCK_MONOTONIC;
+	attr.read_format = PERF_FORMAT_LOST;
+	/* wake at a quarter of the ring: a watermark at or above the ring
+	 * size never wakes the reader */
+	attr.watermark = 1;
+	attr.wakeup_watermark = ring / 4 ? ring / 4 : 1;
+
+	LIBBPF_OPTS(perf_buffer_raw_opts, po, .cpu_cnt = n, .cpus = d->cpus, .map_keys = d->cpus);
+	d->pb = perf_buffer__new_raw(map_fd, ring_pages, &attr, on_record, d, &po);
+	if (!d->pb) {
+		err = errno;
+		fprintf(stderr, "reelcap: cannot open the perf rings (%u pages per CPU): %s (%d)\n",
+			ring_pages, strerror(err), err);
+		free(d);
+		errno = err;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		d->c[i].cpu = d->cpus[i];
+		d->c[i].fd = perf_buffer__buffer_fd(d->pb, i);
+		if (d->c[i].fd >= 0)
+			ioctl(d->c[i].fd, PERF_EVENT_IOC_ID, &d->c[i].id);
+	}
+	return d;
+}
+
+void drain_set_out(struct drain *d, struct out *out)
+{
+	d->out = out;
+}
+
+int drain_poll(struct drain *d, int timeout_ms, bool all)
+{
+	int err = perf_buffer__poll(d->pb, timeout_ms);
+
+	if (err < 0 && err != -EINTR)
+		return err;
+	if (all)
+		return perf_buffer__consume(d->pb);
+	return 0;
+}
+
+int drain_consume_all(struct drain *d)
+{
+	return perf_buffer__consume(d->pb);
+}
+
+bool drain_count_reached(const struct drain *d)
+{
+	return d->count && d->samples >= d->count;
+}
+
+int drain_ncpu(const struct drain *d)
+{
+	return d->n;
+}
+
+const struct drain_cpu *drain_cpu(const struct drain *d, int i)
+{
+	return &d->c[i];
+}
+
+int64_t drain_kernel_lost(const struct drain *d, int i)
+{
+	uint64_t v[2];
+
+	if (d->c[i].fd < 0)
+		return -EBADF;
+	if (read(d->c[i].fd, v, sizeof(v)) != sizeof(v))
+		return -errno;
+	return v[1];
+}
+
+int drain_write_stats(struct drain *d)
+{
+	struct reel_cpu_stats st[1024];
+
+	memset(st, 0, sizeof(struct reel_cpu_stats) * d->n);
+	for (int i = 0; i < d->n; i++) {
+		int64_t kl = drain_kernel_lost(d, i);
+
+		st[i].cpu = d->c[i].cpu;
+		st[i].samples = d->c[i].samples;
+		st[i].sample_bytes = d->c[i].sample_bytes;
+		st[i].lost = kl >= 0 ? (uint64_t)kl : d->c[i].lost;
+		st[i].dropped = d->c[i].dropped;
+	}
+	return out_append(d->out, REEL_REC_STATS, REEL_CPU_NONE, mono_ns(), st,
+			  sizeof(st[0]) * d->n, NULL, 0);
+}
+
+int drain_reconcile_lost(struct drain *d)
+{
+	int written = 0;
+
+	for (int i = 0; i < d->n; i++) {
+		struct drain_cpu *c = &d->c[i];
+		int64_t kl = drain_kernel_lost(d, i);
+		struct reel_lost rl;
+
+		if (kl < 0 || (uint64_t)kl <= c->lost)
+			continue;
+		rl.id = c->id;
+		rl.lost = kl - c->lost;
+		c->lost_records++;
+		c->lost += rl.lost;
+		if (out_append(d->out, REEL_REC_LOST, c->cpu, mono_ns(), &rl, sizeof(rl), NULL, 0))
+			c->dropped++;
+		written++;
+	}
+	return written;
+}
+
+void drain_totals(const struct drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
+		  uint64_t *dropped)
+{
+	*samples = *bytes = *lost = *dropped = 0;
+	for (int i = 0; i < d->n; i++) {
+		*samples += d->c[i].samples;
+		*bytes += d->c[i].sample_bytes;
+		*lost += d->c[i].lost;
+		*dropped += d->c[i].dropped;
+	}
+}
+
+void drain_free(struct drain *d)
+{
+	if (!d)
+		return;
+	perf_buffer__free(d->pb);
+	free(d);
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The record output of reelcap: the format writer (with size rotation) and,
+ * for --print, the replay pipeline fed with exactly the records written, in
+ * the order written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reelcap.h"
+#include "reel_abi.h"
+#include "pipeline.h"
+
+struct out {
+	const struct cap_opts *o;
+	struct reel_writer *w;
+	struct reel_pipeline *pipe;
+	int file_seq;
+	int files; /* files written so far */
+	bool rotate_failed;
+	/* what the writer dropped since its last accepted record, mirrored into
+	 * the pipeline as a DROP record like the writer puts one in the file */
+	struct reel_drop pending;
+	uint8_t *abuf; /* aligned copy for the pipeline */
+	size_t abuf_cap;
+};
+
+uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int out_create_file(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (!S_ISREG(st.st_mode))
+			return -EEXIST;
+		/* replace, don't truncate: the new file gets 0600 and a hard
+		 * link elsewhere keeps its old content */
+		if (unlink(path))
+			return -errno;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	return fd;
+}
+
+static void rotation_path(const struct out *out, int seq, char *buf, size_t cap)
+{
+	const struct cap_opts *o = out->o;
+	int idx = o->file_count > 0 ? seq % o->file_count : seq;
+
+	if (idx == 0)
+		snprintf(buf, cap, "%s", o->out_path);
+	else
+		snprintf(buf, cap, "%s.%d", o->out_path, idx);
+}
+
+static __attribute__((unused)) void fill_header(struct reel_header *h, const struct cap_opts *o,
+						const struct reel_clock *clk)
+{
+	struct utsname u;
+	FILE *f;
+
+	memset(h, 0, sizeof(*h));
+	h->major = REEL_FORMAT_MAJOR;
+	h->minor = REEL_FORMAT_MINOR;
+	if (uname(&u) == 0) {
+		snprintf(h->hostname, sizeof(h->hostname), "%s", u.nodename);
+		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
+	}
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (fgets(h->boot_id, sizeof(h->boot_id), f))
+			h->boot_id[strcspn(h->boot_id, "\n")] = 0;
+		fclose(f);
+	}
+	h->ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	h->page_size = sysconf(_SC_PAGESIZE);
+	h->clock_id = CLOCK_MONOTONIC;
+	h->clock = *clk;
+	for (int i = 0; i < o->argc; i++) {
+		size_t l = strlen(h->cmdline);
+
+		snprintf(h->cmdline + l, sizeof(h->cmdline) - l, "%s%s", i ? " " : "", o->argv[i]);
+	}
+	h->abi_version = REEL_ABI_VERSION;
+	snprintf(h->tool_version, sizeof(h->tool_version), "reelcap %s", REEL_VERSION);
+	h->snaplen = o->snaplen;
+	h->sample_format = 1;
+}
+
+struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *clk)
+{
+	struct out *out = calloc(1, sizeof(*out));
+	int err;
+
+	if (!out) {
+		close(fd);
+		return NULL;
+	}
+	out->o = o;
+	REEL_OPTS(reel_writer_opts, wo, .level = o->level, .block_age_ms = o->flush_ms,
+		  .argv = (const char *const *)o->argv, .argc = o->argc,
+		  .abi_version = REEL_ABI_VERSION, .tool_version = "reelcap " REEL_VERSION,
+		  .snaplen = o->snaplen, .clock = *clk);
+	out->w = reel_writer__open_fd(fd, &wo);
+	if (!out->w) {
+		err = errno;
+		fprintf(stderr, "reelcap: cannot start writing %s: %s (%d)\n", o->out_path,
+			reel_strerror(err), err);
+		free(out);
+		errno = err;
+		return NULL;
+	}
+	out->files = 1;
+	if (o->print) {
+#ifdef REEL_HAVE_PIPELINE
+		struct reel_header h;
+
+		REEL_OPTS(reel_pipeline_opts, po, .print = stdout);
+		out->pipe = reel_pipeline__new(&po);
+		if (!out->pipe) {
+			err = errno;
+			fprintf(stderr, "reelcap: --print: cannot create the pipeline: %s (%d)\n",
+				strerror(err), err);
+			reel_writer__close(out->w);
+			free(out);
+			errno = err;
+			return NULL;
+		}
+		fill_header(&h, o, clk);
+		reel_pipeline__set_header(out->pipe, 0, &h);
+#else
+		fprintf(stderr, "reelcap: --print: this build has no replay pipeline\n");
+		reel_writer__close(out->w);
+		free(out);
+		errno = ENOTSUP;
+		return NULL;
+#endif
+	}
+	return out;
+}
+
+static void pipe_push(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+		      uint32_t alen, const void *b, uint32_t blen)
+{
+	struct reel_record rec = {.type = type, .cpu = cpu, .ts_ns = ts, .len = alen + blen};
+	size_t need = (size_t)alen + blen;
+
+	if (need > out->abuf_cap) {
+		uint8_t *nb = realloc(out->abuf, need);
+
+		if (!nb)
+			return;
+		out->abuf = nb;
+		out->abuf_cap = need;
+	}
+	if (alen)
+		memcpy(out->abuf, a, alen);
+	if (blen)
+		memcpy(out->abuf + alen, b, blen);
+	rec.data = out->abuf;
+#ifdef REEL_HAVE_PIPELINE
+	reel_pipeline__push(out->pipe, &rec);
+#else
+	(void)rec;
+#endif
+}
+
+int out_append(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+	       uint32_t alen, const void *b, uint32_t blen)
+{
+	int err = reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+
+	if (!out->pipe)
+		return err;
+	if (err) {
+		struct reel_drop *d = &out->pending;
+
+		if (!d->records)
+			d->first_ts = ts;
+		d->records++;
+		d->bytes += alen + blen;
+		d->last_ts = ts;
+		d->reason = err == -ENOBUFS ? REEL_DROP_WRITER_BEHIND
+			    : err == -E2BIG ? REEL_DROP_TOO_BIG
+					    : REEL_DROP_WRITE_ERROR;
+		d->err = d->reason == REEL_DROP_WRITE_ERROR ? err : 0;
+		return err;
+	}
+	if (out->pending.records) {
+		pipe_push(out, REEL_REC_DROP, REEL_CPU_NONE, out->pending.last_ts, &out->pending,
+			  sizeof(out->pending), NULL, 0);
+		memset(&out->pending, 0, sizeof(out->pending));
+	}
+	pipe_push(out, type, cpu, ts, a, alen, b, blen);
+	return 0;
+}
+
+static int out_rotate(struct out *out)
+{
+	char path[4096];
+	int fd, err;
+
+	rotation_path(out, out->file_seq + 1, path, sizeof(path));
+	/* the writer creates the file with O_EXCL|O_NOFOLLOW: make room for
+	 * it the way out_create_file does */
+	fd = out_create_file(path);
+	if (fd < 0) {
+		fprintf(stderr, "reelcap: cannot rotate to %s: %s (%d)\n", path, strerror(-fd),
+			-fd);
+		return fd;
+	}
+	close(fd);
+	unlink(path);
+	err = reel_writer__rotate(out->w, path);
+	if (err) {
+		fprintf(stderr, "reelcap: cannot rotate to %s: %s (%d)\n", path, reel_strerror(err),
+			err);
+		return err;
+	}
+	out->file_seq++;
+	out->files++;
+	return 0;
+}
+
+int out_tick(struct out *out, uint64_t now)
+{
+	struct reel_writer_stats st;
+
+	reel_writer__tick(out->w, now);
+	if (!out->o->file_size || out->rotate_failed)
+		return 0;
+	reel_writer__stats(out->w, &st);
+	if (st.file_bytes >= out->o->file_size && out_rotate(out)) {
+		out->rotate_failed = true; /* keep writing the current file */
+		return 0;
+	}
+	return 0;
+}
+
+void out_stats(const struct out *out, struct reel_writer_stats *st)
+{
+	reel_writer__stats(out->w, st);
+}
+
+int out_files(const struct out *out)
+{
+	return out->files;
+}
+
+int out_close(struct out *out)
+{
+	int err;
+
+	if (!out)
+		return 0;
+#ifdef REEL_HAVE_PIPELINE
+	if (out->pipe) {
+		reel_pipeline__finish(out->pipe);
+		fflush(stdout);
+		reel_pipeline__free(out->pipe);
+	}
+#endif
+	err = reel_writer__close(out->w);
+	free(out->abuf);
+	free(out);
+	return err;
+}
