@@ -332,6 +332,9 @@ static int run_tool(struct run *r, ...)
 
 static void expect_status(struct run *r, int want)
 {
+	/* a sanitizer build reports through stderr, whatever the exit code */
+	if (strstr(r->err, "Sanitizer") || strstr(r->err, "runtime error:"))
+		fail_msg("sanitizer report:\n%s", r->err);
 	if (r->status != want)
 		fail_msg("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r->status, want, r->out,
 			 r->err);

@@ -49,16 +49,32 @@ static int lib_print(enum reel_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-int tool_bad_option(char **argv, const char *usage)
+void tool_short_usage(const char *usage)
 {
-	extern int optopt;
-	const char *arg = argv[optind - 1];
+	const char *end = strstr(usage, "\n\n");
+	const char *cmd = strchr(tool_name, ' ');
 
-	if (optopt && arg && arg[0] == '-' && arg[1] != '-')
-		tool_err("unknown option or missing argument: -%c", optopt);
-	else
-		tool_err("unknown option or missing argument: %s", arg ? arg : "?");
-	fputs(usage, stderr);
+	/* the synopsis only; --help has the rest */
+	fprintf(stderr, "%.*s\n", end ? (int)(end - usage) : (int)strlen(usage), usage);
+	fprintf(stderr, "Try 'reeltool%s --help' for more.\n", cmd ? cmd : "");
+}
+
+int tool_bad_option(int c, char **argv, const char *usage)
+{
+	const char *arg = argv[optind - 1];
+	bool is_long = arg && arg[0] == '-' && arg[1] == '-';
+
+	if (c == ':') {
+		if (is_long)
+			tool_err("option %s needs an argument", arg);
+		else
+			tool_err("option -%c needs an argument", optopt);
+	} else if (is_long || !optopt) {
+		tool_err("unknown option %s", arg ? arg : "?");
+	} else {
+		tool_err("unknown option -%c", optopt);
+	}
+	tool_short_usage(usage);
 	return EXIT_USAGE;
 }
 
@@ -441,6 +457,13 @@ static void usage(FILE *f)
 		   "2 usage error or a file that cannot be opened or created.\n");
 }
 
+static void short_usage(void)
+{
+	fprintf(stderr, "usage: reeltool [-v] COMMAND [ARGS...]\n"
+			"commands: info verify cat recover slice merge\n"
+			"Try 'reeltool --help' for more.\n");
+}
+
 int main(int argc, char **argv)
 {
 	static char name[64];
@@ -459,14 +482,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			verbose = true;
 		} else {
-			tool_err("unknown option: %s", argv[i]);
-			usage(stderr);
+			tool_err("unknown option %s", argv[i]);
+			short_usage();
 			return EXIT_USAGE;
 		}
 	}
 	if (i >= argc) {
 		tool_err("missing command");
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	if (!strcmp(argv[i], "help")) {
@@ -497,6 +520,6 @@ int main(int argc, char **argv)
 		}
 	}
 	tool_err("unknown command '%s'", argv[i]);
-	usage(stderr);
+	short_usage();
 	return EXIT_USAGE;
 }

@@ -31,9 +31,14 @@ extern const char *tool_name;
 /* "reeltool cat: <message>\n" on stderr. */
 void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Reports an unknown option / missing argument seen by getopt_long (called on
- * '?' or ':'), then prints `usage` to stderr. Returns EXIT_USAGE. */
-int tool_bad_option(char **argv, const char *usage);
+/* Reports an unknown option ('?') or a missing argument (':') that
+ * getopt_long returned as `c`, then the synopsis of `usage` on stderr.
+ * Returns EXIT_USAGE. */
+int tool_bad_option(int c, char **argv, const char *usage);
+
+/* The synopsis of `usage` (up to its first blank line) and a pointer to
+ * --help, on stderr. */
+void tool_short_usage(const char *usage);
 
 /* Opens a .reel input; on failure prints "FILE: cannot open: why" and
  * returns NULL (the caller exits EXIT_USAGE). */

@@ -301,7 +301,7 @@ int cmd_cat(int argc, char **argv)
 			return EXIT_OK;
 		default:
 			free(o.f.cpus);
-			return tool_bad_option(argv, cat_usage);
+			return tool_bad_option(c, argv, cat_usage);
 		}
 	}
 	if (o.json && o.raw) {
@@ -317,6 +317,6 @@ int cmd_cat(int argc, char **argv)
 	return status;
 usage:
 	free(o.f.cpus);
-	fputs(cat_usage, stderr);
+	tool_short_usage(cat_usage);
 	return EXIT_USAGE;
 }

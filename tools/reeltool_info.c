@@ -357,12 +357,12 @@ int cmd_info(int argc, char **argv)
 			fputs(info_usage, stdout);
 			return EXIT_OK;
 		default:
-			return tool_bad_option(argv, info_usage);
+			return tool_bad_option(c, argv, info_usage);
 		}
 	}
 	if (optind >= argc) {
 		tool_err("missing FILE");
-		fputs(info_usage, stderr);
+		tool_short_usage(info_usage);
 		return EXIT_USAGE;
 	}
 	for (i = optind; i < argc; i++) {

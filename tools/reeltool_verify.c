@@ -237,12 +237,12 @@ int cmd_verify(int argc, char **argv)
 			fputs(verify_usage, stdout);
 			return EXIT_OK;
 		default:
-			return tool_bad_option(argv, verify_usage);
+			return tool_bad_option(c, argv, verify_usage);
 		}
 	}
 	if (optind >= argc) {
 		tool_err("missing FILE");
-		fputs(verify_usage, stderr);
+		tool_short_usage(verify_usage);
 		return EXIT_USAGE;
 	}
 	for (i = optind; i < argc; i++) {

@@ -73,7 +73,7 @@ static const char merge_usage[] =
 static int missing_args(const char *what, const char *usage)
 {
 	tool_err("%s", what);
-	fputs(usage, stderr);
+	tool_short_usage(usage);
 	return EXIT_USAGE;
 }
 
@@ -165,7 +165,7 @@ int cmd_recover(int argc, char **argv)
 			fputs(recover_usage, stdout);
 			return EXIT_OK;
 		default:
-			return tool_bad_option(argv, recover_usage);
+			return tool_bad_option(c, argv, recover_usage);
 		}
 	}
 	if (argc - optind != 2)
@@ -299,7 +299,7 @@ int cmd_slice(int argc, char **argv)
 			return EXIT_OK;
 		default:
 			free(o.f.cpus);
-			return tool_bad_option(argv, slice_usage);
+			return tool_bad_option(c, argv, slice_usage);
 		}
 	}
 	if (argc - optind != 2) {
@@ -311,7 +311,7 @@ int cmd_slice(int argc, char **argv)
 	return status;
 usage:
 	free(o.f.cpus);
-	fputs(slice_usage, stderr);
+	tool_short_usage(slice_usage);
 	return EXIT_USAGE;
 }
 
@@ -451,7 +451,7 @@ int cmd_merge(int argc, char **argv)
 			fputs(merge_usage, stdout);
 			return EXIT_OK;
 		default:
-			return tool_bad_option(argv, merge_usage);
+			return tool_bad_option(c, argv, merge_usage);
 		}
 	}
 	if (argc - optind < 2)
