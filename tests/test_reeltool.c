@@ -546,6 +546,29 @@ static void test_verify_truncated(void **state)
 	expect_status(&r, 1);
 	assert_string_equal(r.out, "");
 	run_free(&r);
+
+	/* cut exactly between two blocks (a capture killed between writes):
+	 * no footer, but nothing damaged */
+	{
+		REEL_OPTS(reel_reader_opts, ro);
+		const struct reel_block_info *b;
+		struct reel_reader *rd = reel_reader__open(tpath("good.reel"), &ro);
+
+		assert_non_null(rd);
+		assert_true(reel_reader__blocks(rd, &b) > k);
+		copy_prefix(tpath("good.reel"), tpath("cut.reel"), b[k].offset);
+		reel_reader__close(rd);
+	}
+	run_tool(&r, "verify", tpath("cut.reel"), NULL);
+	expect_status(&r, 0);
+	expect_has(r.out, "no footer index");
+	run_free(&r);
+	run_tool(&r, "info", "--json", tpath("cut.reel"), NULL);
+	expect_status(&r, 0);
+	expect_has(r.out, "\"clean_close\":false,\"truncated\":false,\"trailing_bytes\":0}");
+	snprintf(want, sizeof(want), "\"blocks\":%d,\"damaged_blocks\":0,", k);
+	expect_has(r.out, want);
+	run_free(&r);
 }
 
 static void test_recover(void **state)

@@ -203,8 +203,8 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 	printf("size:            %llu bytes on disk, %llu compressed, %llu raw (ratio %.2f)\n",
 	       (unsigned long long)st->file_size, (unsigned long long)st->bytes_comp,
 	       (unsigned long long)st->bytes_raw, ratio(st));
-	printf("closed cleanly:  %s\n",
-	       st->clean_close ? "yes (footer index present)" : "no (no footer index)");
+	printf("closed cleanly:  %s\n", st->clean_close ? "yes (footer index present)"
+							: "no (footer index missing or damaged)");
 	if (st->truncated || st->trailing_bytes)
 		printf("truncated:       yes, %llu trailing bytes after the last complete frame\n",
 		       (unsigned long long)st->trailing_bytes);
