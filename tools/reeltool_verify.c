@@ -6,6 +6,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,16 +15,19 @@
 static const char verify_usage[] =
 	"usage: reeltool verify [-q] FILE...\n"
 	"\n"
-	"Decompresses every block of each FILE by scanning (the footer index is not trusted),\n"
+	"Decompresses every block of each FILE by scanning (the footer index is not "
+	"trusted),\n"
 	"checks zstd checksums and record structure, prints each damaged block (number,\n"
-	"offset, reason), then checks that the footer index (if any) agrees with the scan.\n"
+	"offset, reason), then checks that the footer index (if any) agrees with the "
+	"scan.\n"
 	"A file without footer (capture still running or killed) is fine as long as it\n"
 	"ends on a block boundary.\n"
 	"\n"
 	"  -q, --quiet  print nothing, only set the exit status\n"
 	"  -h, --help   this help\n"
 	"\n"
-	"exit status: 0 every file good, 1 damage or index mismatch, 2 usage or a file that\n"
+	"exit status: 0 every file good, 1 damage or index mismatch, 2 usage or a file "
+	"that\n"
 	"cannot be opened.\n";
 
 /* What the scan saw in one block, rebuilt from its records. */

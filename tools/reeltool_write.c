@@ -217,6 +217,12 @@ static int slice(struct slice_opts *o, const char *in, const char *out)
 		}
 		o->f.have_to = true;
 	}
+	if (o->f.have_from && o->f.have_to && o->f.to_ns <= o->f.from_ns) {
+		tool_err("--to %" PRIu64 " is not after --from %" PRIu64 " (monotonic ns)",
+			 o->f.to_ns, o->f.from_ns);
+		status = EXIT_USAGE;
+		goto out;
+	}
 	/* Without context records nothing before --from is needed: skip ahead. */
 	if (o->no_context && o->f.have_from && (ret = reel_reader__seek_time(r, o->f.from_ns)) < 0)
 		tool_err("%s: seek failed (%s): reading from the start", in,
