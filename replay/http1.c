@@ -478,10 +478,10 @@ static void to_resync(struct h1_dir *d)
 	d->scanned = 0;
 }
 
-static void ensure_h2(struct h1_conn *c, const struct reel_txn *req)
+static void ensure_h2(struct h1_conn *c, const struct h1_entry *e)
 {
 	if (!c->h2)
-		c->h2 = reel_h2_new_upgraded(req);
+		c->h2 = reel_h2_new_upgraded(e ? &e->t : NULL, e ? e->host : NULL);
 }
 
 /* Body framing after a header block. */
@@ -570,7 +570,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 		struct h1_dir *rq = &c->d[REEL_L7_REQ];
 
 		if (h2c) {
-			ensure_h2(c, &e->t);
+			ensure_h2(c, e);
 			d->state = H1_H2;
 		} else {
 			d->state = H1_PASS;
@@ -697,7 +697,7 @@ static size_t do_upgrade_wait(struct h1_conn *c, const uint8_t *p, size_t n)
 			return 0;
 		e = c->head < c->tail ? entry(c, c->tail - 1) : NULL;
 		(void)seq;
-		ensure_h2(c, e ? &e->t : NULL);
+		ensure_h2(c, e);
 		d->state = H1_H2;
 		return consume(c, REEL_L7_REQ, p, n);
 	}

@@ -73,9 +73,9 @@ extern const struct reel_l7_parser reel_l7_mysql;
 /*
  * HTTP/2 continuation of an HTTP/1 connection upgraded with h2c (http2.c):
  * a state for reel_l7_http2's data/hole/close/free_state in which stream 1
- * is the upgraded request `req` and the request direction starts with the
- * connection preface.
+ * is the upgraded request `req` (to `authority`, may be NULL) and the request
+ * direction starts with the connection preface.
  */
-void *reel_h2_new_upgraded(const struct reel_txn *req);
+void *reel_h2_new_upgraded(const struct reel_txn *req, const char *authority);
 
 #endif /* REEL_L7_INTERNAL_H */

@@ -11,3 +11,4 @@ target_include_directories(reel_l7 PUBLIC ${PROJECT_SOURCE_DIR}/replay)
 target_link_libraries(reel_l7 PUBLIC PkgConfig::L7_NGHTTP2)
 
 reel_unit_test(test_l7_http1 SOURCES test_l7_http1.c LIBS reel_l7)
+reel_unit_test(test_l7_http2 SOURCES test_l7_http2.c LIBS reel_l7)
