@@ -92,7 +92,7 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev);
 const char *reel_event_errmsg(void);
 
 const char *reel_event_kind_name(enum reel_event_kind k); /* "DATA", "CONN_OPEN", ... */
-const char *reel_syscall_name(uint16_t sys);		   /* "write", "recvmsg", ... */
+const char *reel_syscall_name(uint16_t sys);		  /* "write", "recvmsg", ... */
 
 /* Formats endpoint as "127.0.0.1:8080" / "[::1]:443" / "unix"; returns buf. */
 char *reel_endpoint_str(const struct reel_endpoint *ep, char *buf, size_t cap);

@@ -28,14 +28,14 @@ struct reel_pipeline_opts {
 	size_t sz; /* sizeof(struct reel_pipeline_opts) */
 
 	/* Sinks; NULL = off. FILE sinks are not closed by the pipeline. */
-	FILE *print;		  /* readable line per event / message */
-	FILE *json;		  /* JSON line per transaction and per closed connection */
-	FILE *summary;		  /* summary at finish */
-	const char *pcapng_path;  /* synthesized pcapng (created 0600) */
-	const char *pcap_path;	  /* legacy pcap through libpcap's dumper */
-	FILE *hints;		  /* where to print `tshark -d` hints at finish (NULL = none) */
-	size_t preview;		  /* payload preview bytes in --print lines (default 64) */
-	bool print_payload_json;  /* include base64 payload in JSON data events */
+	FILE *print;		 /* readable line per event / message */
+	FILE *json;		 /* JSON line per transaction and per closed connection */
+	FILE *summary;		 /* summary at finish */
+	const char *pcapng_path; /* synthesized pcapng (created 0600) */
+	const char *pcap_path;	 /* legacy pcap through libpcap's dumper */
+	FILE *hints;		 /* where to print `tshark -d` hints at finish (NULL = none) */
+	size_t preview;		 /* payload preview bytes in --print lines (default 64) */
+	bool print_payload_json; /* include base64 payload in JSON data events */
 
 	/* Filters (all optional; an event passes when it matches every set one). */
 	const uint32_t *pids;
@@ -44,10 +44,10 @@ struct reel_pipeline_opts {
 	int ncomms;
 	const uint16_t *ports; /* host order; matches either end of a connection */
 	int nports;
-	uint32_t proto_mask;   /* bit (1u << enum reel_proto); 0 = all */
+	uint32_t proto_mask;	 /* bit (1u << enum reel_proto); 0 = all */
 	uint64_t from_ns, to_ns; /* CLOCK_REALTIME ns bounds (0 = open) */
-	const char *conn;      /* "tgid:fd" or "tgid:fd:ino" */
-	const char *bpf_filter; /* tcpdump expression applied to synthesized packets */
+	const char *conn;	 /* "tgid:fd" or "tgid:fd:ino" */
+	const char *bpf_filter;	 /* tcpdump expression applied to synthesized packets */
 
 	/* Reorder window for live input (default 2 s, as reel_merge). Input
 	 * already in timestamp order passes through unchanged. */
@@ -73,6 +73,14 @@ int reel_pipeline__set_header(struct reel_pipeline *p, uint32_t file_idx,
  */
 int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec);
 
+/*
+ * Live input: releases every held record older than now_mono_ns - window
+ * (CLOCK_MONOTONIC, 0 = none) and flushes the print and JSON sinks, so quiet
+ * periods do not keep lines back. Call it on each poll timeout. Returns 0 or
+ * a sink error.
+ */
+int reel_pipeline__tick(struct reel_pipeline *p, uint64_t now_mono_ns);
+
 /* Tells the pipeline that a reader reported a damaged block (so the summary
  * and JSON can account for it). */
 void reel_pipeline__note_damage(struct reel_pipeline *p, uint32_t file_idx, const char *msg);
@@ -84,11 +92,11 @@ int reel_pipeline__finish(struct reel_pipeline *p);
 struct reel_pipeline_stats {
 	uint64_t records, events, bad_events;
 	uint64_t conns, txns, packets;
-	uint64_t payload_bytes;	   /* captured payload bytes seen */
-	uint64_t hole_bytes;	   /* bytes known to be missing */
-	uint64_t lost_samples;	   /* sum of LOST records */
-	uint64_t dropped_records;  /* sum of DROP records */
-	uint64_t filtered;	   /* events removed by filters */
+	uint64_t payload_bytes;	  /* captured payload bytes seen */
+	uint64_t hole_bytes;	  /* bytes known to be missing */
+	uint64_t lost_samples;	  /* sum of LOST records */
+	uint64_t dropped_records; /* sum of DROP records */
+	uint64_t filtered;	  /* events removed by filters */
 };
 void reel_pipeline__stats(const struct reel_pipeline *p, struct reel_pipeline_stats *st);
 

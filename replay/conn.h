@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internal to replay/: the connection table and the process table.
+ *
+ * A connection is identified by (host, tgid, fd, ino) where `host` is the
+ * index of the first input file with the same boot id (rotated files of one
+ * capture share their connections). The table hashes on (host, tgid, fd) so
+ * that an fd reused for a new socket (different ino) finds its predecessor.
+ */
+#ifndef REEL_CONN_H
+#define REEL_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "l7.h"
+#include "pcapng.h"
+#include "reasm.h"
+#include "reel_abi.h"
+
+struct reel_pipeline;
+
+enum conn_end {
+	CONN_END_CLOSE = 0, /* close() seen */
+	CONN_END_RESET,	    /* fd reused or process exited without a close we saw */
+	CONN_END_CAPTURE,   /* still open when the input ended */
+};
+
+struct conn {
+	struct conn *hnext;	  /* hash chain */
+	struct conn *prev, *next; /* open connections, oldest first */
+	struct reel_pipeline *p;
+
+	uint32_t host, file_idx;
+	struct reel_conn_id id;
+	uint64_t serial; /* 1, 2, ... in order of first sight */
+
+	uint8_t l4, role;
+	bool have_tuple, role_from_open;
+	struct reel_endpoint local, remote;
+	uint64_t unix_ino, remote_ino;
+	uint16_t open_syscall;
+
+	char comm[REEL_COMM_LEN];
+	char exe[128];
+	uint32_t last_tid;
+	uint64_t open_ts, last_ts;
+
+	struct reasm rs[2]; /* [REEL_DIR_EGRESS], [REEL_DIR_INGRESS] */
+	uint64_t captured[2];
+	bool tls;
+
+	/* L7 */
+	const struct reel_l7_parser *parser;
+	void *pst;
+	uint16_t detect_tries;
+	enum reel_proto proto;
+	uint16_t server_port; /* host order, 0 if unknown */
+	uint32_t txns, txn_errors;
+
+	/* packet synthesis */
+	bool synth_started, synthetic_addr;
+	struct reel_pkt_ep ep[2]; /* [0] local (traced process), [1] remote */
+	uint32_t isn[2];	  /* per direction */
+	uint16_t ipid[2];
+	char *note[2];	  /* pending packet comment per direction (a hole) */
+	char *first_note; /* comment for the first synthesized packet */
+
+	/* filters */
+	bool skipped; /* data dropped by --from: positions advanced silently */
+};
+
+struct proc_info {
+	struct proc_info *next;
+	uint32_t host, pid;
+	char comm[REEL_COMM_LEN];
+	char exe[128];
+};
+
+struct conn_table {
+	struct conn **buckets;
+	uint32_t nbuckets, n;
+	struct conn *head, *tail; /* open list */
+	struct proc_info **pbuckets;
+	uint32_t npbuckets, np;
+};
+
+int conn_table_init(struct conn_table *t);
+void conn_table_free(struct conn_table *t); /* frees remaining entries' memory only */
+
+/* Finds a connection; with `same_fd`, also returns (in *same_fd) a live
+ * connection of the same (host, tgid, fd) but another ino. */
+struct conn *conn_find(struct conn_table *t, uint32_t host, const struct reel_conn_id *id,
+		       struct conn **same_fd);
+/* Inserts a zeroed new connection; NULL on ENOMEM. */
+struct conn *conn_insert(struct conn_table *t, uint32_t host, const struct reel_conn_id *id);
+/* Unlinks (does not free) c. */
+void conn_remove(struct conn_table *t, struct conn *c);
+
+struct proc_info *proc_find(struct conn_table *t, uint32_t host, uint32_t pid);
+struct proc_info *proc_get(struct conn_table *t, uint32_t host, uint32_t pid); /* creates */
+void proc_remove(struct conn_table *t, uint32_t host, uint32_t pid);
+
+#endif /* REEL_CONN_H */

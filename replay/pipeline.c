@@ -1,0 +1,1698 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The replay pipeline (pipeline.h): reorder -> decode -> connection table ->
+ * reassembly -> detection -> L7 parsers -> sinks. See ARCHITECTURE.md.
+ */
+#include "pipeline.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <pcap/pcap.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "event.h"
+#include "pcapng.h"
+#include "reasm.h"
+#include "reorder.h"
+#include "strbuf.h"
+#include "summary.h"
+
+#ifndef REEL_VERSION
+#define REEL_VERSION "0"
+#endif
+
+#define DEFAULT_WINDOW_NS 2000000000ull
+#define REORDER_MAX_HELD  1000000u
+#define REORDER_MAX_BYTES (512ull << 20)
+#define MAX_FILES	  4096u
+#define DETECT_TRIES	  8
+#define LOSS_RING	  32
+#define MAX_HINTS	  64
+
+struct file_info {
+	bool have_hdr;
+	int64_t off; /* real - mono */
+	uint32_t host;
+	char boot_id[64];
+};
+
+struct loss_note {
+	uint64_t ts, count;
+	uint32_t cpu, reason;
+	bool drop;
+};
+
+struct hint {
+	int l4;
+	uint16_t port;
+	enum reel_proto proto;
+	uint32_t conns;
+};
+
+struct reel_pipeline {
+	struct reel_pipeline_opts o;
+	uint32_t *pids;
+	char **comms;
+	uint16_t *ports;
+	char *bpf_expr;
+	bool have_conn_filter, conn_has_ino;
+	uint32_t conn_tgid;
+	int32_t conn_fd;
+	uint64_t conn_ino;
+
+	struct reel_reorder ro;
+	struct conn_table ct;
+	struct reasm_limits lim;
+	struct file_info *files;
+	uint32_t nfiles;
+
+	struct reel_pcapng *png;
+	struct reel_pcapw *pcw;
+	pcap_t *dead;
+	struct bpf_program bpf;
+	bool have_bpf;
+	uint8_t *pkt;
+
+	struct reel_summary *sum;
+	struct reel_pipeline_stats st;
+	struct reel_summary_totals tot;
+	uint64_t serial;
+	uint64_t t0;
+	bool have_t0, finished;
+
+	struct loss_note loss[LOSS_RING];
+	uint32_t nloss;
+
+	struct hint hints[MAX_HINTS];
+	uint32_t nhints;
+
+	char *line;
+	size_t line_cap;
+	int err;
+};
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                       */
+
+static void sink_err(struct reel_pipeline *p, FILE *f)
+{
+	if (f && ferror(f) && !p->err)
+		p->err = errno ? -errno : -EIO;
+}
+
+static struct file_info *file_get(struct reel_pipeline *p, uint32_t idx)
+{
+	if (idx >= MAX_FILES)
+		idx = MAX_FILES - 1;
+	if (idx >= p->nfiles) {
+		uint32_t n = idx + 1;
+		struct file_info *f = realloc(p->files, n * sizeof(*f));
+
+		if (!f)
+			return NULL;
+		for (uint32_t i = p->nfiles; i < n; i++) {
+			memset(&f[i], 0, sizeof(f[i]));
+			f[i].host = i;
+		}
+		p->files = f;
+		p->nfiles = n;
+	}
+	return &p->files[idx];
+}
+
+static uint32_t host_of(struct reel_pipeline *p, uint32_t file_idx)
+{
+	struct file_info *f = file_get(p, file_idx);
+
+	return f ? f->host : file_idx;
+}
+
+static uint64_t real_ns(struct reel_pipeline *p, uint32_t file_idx, uint64_t mono)
+{
+	struct file_info *f = file_get(p, file_idx);
+
+	if (!f || !f->off)
+		return mono;
+	return (uint64_t)((int64_t)mono + f->off);
+}
+
+static bool pass_time(const struct reel_pipeline *p, uint64_t real)
+{
+	return (!p->o.from_ns || real >= p->o.from_ns) && (!p->o.to_ns || real <= p->o.to_ns);
+}
+
+static bool pass_pid(const struct reel_pipeline *p, uint32_t pid)
+{
+	if (!p->o.npids)
+		return true;
+	for (int i = 0; i < p->o.npids; i++)
+		if (p->pids[i] == pid)
+			return true;
+	return false;
+}
+
+static bool pass_comm(const struct reel_pipeline *p, const char *comm)
+{
+	if (!p->o.ncomms)
+		return true;
+	for (int i = 0; i < p->o.ncomms; i++)
+		if (!strncmp(p->comms[i], comm, REEL_COMM_LEN - 1))
+			return true;
+	return false;
+}
+
+static bool is_ip(const struct reel_endpoint *ep)
+{
+	return ep->family == REEL_AF_INET || ep->family == REEL_AF_INET6;
+}
+
+static bool conn_pass_static(const struct reel_pipeline *p, const struct conn *c)
+{
+	if (!pass_pid(p, c->id.tgid) || !pass_comm(p, c->comm))
+		return false;
+	if (p->have_conn_filter && (c->id.tgid != p->conn_tgid || c->id.fd != p->conn_fd ||
+				    (p->conn_has_ino && c->id.ino != p->conn_ino)))
+		return false;
+	if (p->o.nports) {
+		uint16_t lp = ntohs(c->local.port), rp = ntohs(c->remote.port);
+		bool ok = false;
+
+		for (int i = 0; i < p->o.nports && !ok; i++)
+			ok = (c->have_tuple && (p->ports[i] == lp || p->ports[i] == rp)) ||
+			     (c->synth_started && (p->ports[i] == ntohs(c->ep[0].port) ||
+						   p->ports[i] == ntohs(c->ep[1].port)));
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static bool conn_pass(const struct reel_pipeline *p, const struct conn *c)
+{
+	if (p->o.proto_mask && !(p->o.proto_mask & (1u << c->proto)))
+		return false;
+	return conn_pass_static(p, c);
+}
+
+static int l7dir(const struct conn *c, int dir)
+{
+	bool client = c->role != REEL_ROLE_SERVER;
+
+	return (dir == REEL_DIR_EGRESS) == client ? REEL_L7_REQ : REEL_L7_RESP;
+}
+
+static bool stream_like(const struct conn *c)
+{
+	return c->l4 != REEL_L4_UDP && c->l4 != REEL_L4_UNIX_DGRAM;
+}
+
+static void line_reserve(struct reel_pipeline *p, size_t need)
+{
+	if (need > p->line_cap) {
+		char *n = realloc(p->line, need);
+
+		if (n) {
+			p->line = n;
+			p->line_cap = need;
+		}
+	}
+}
+
+/* Formats with a builder into p->line, growing it once if needed. */
+#define FORMAT_LINE(p, sb, body)                                                                   \
+	do {                                                                                       \
+		reel_sb_init(&(sb), (p)->line, (p)->line_cap);                                     \
+		body;                                                                              \
+		if ((sb).len + 1 > (p)->line_cap) {                                                \
+			line_reserve((p), (sb).len + 2);                                           \
+			reel_sb_init(&(sb), (p)->line, (p)->line_cap);                             \
+			body;                                                                      \
+		}                                                                                  \
+	} while (0)
+
+static void put_ep(struct reel_sb *sb, const struct conn *c, int side)
+{
+	char a[64];
+
+	if (side == 0) {
+		if (c->have_tuple)
+			reel_sb_puts(sb, reel_endpoint_str(&c->local, a, sizeof(a)));
+		else if (c->unix_ino)
+			reel_sb_printf(sb, "unix:%" PRIu64, c->unix_ino);
+		else
+			reel_sb_printf(sb, "fd:%d", c->id.fd);
+	} else {
+		if (c->have_tuple)
+			reel_sb_puts(sb, reel_endpoint_str(&c->remote, a, sizeof(a)));
+		else if (c->remote_ino)
+			reel_sb_printf(sb, "unix:%" PRIu64, c->remote_ino);
+		else
+			reel_sb_puts(sb, "unix");
+	}
+}
+
+/* Server endpoint as the summary groups it. */
+static void server_ep(const struct conn *c, char *buf, size_t cap)
+{
+	struct reel_sb sb;
+
+	reel_sb_init(&sb, buf, cap);
+	if (c->have_tuple)
+		put_ep(&sb, c, c->role == REEL_ROLE_SERVER ? 0 : 1);
+	else if (c->role == REEL_ROLE_SERVER)
+		reel_sb_printf(&sb, "unix:%s", c->comm);
+	else
+		reel_sb_puts(&sb, "unix");
+}
+
+/* ------------------------------------------------------------------ */
+/* hints                                                               */
+
+static const char *tshark_name(enum reel_proto p)
+{
+	switch (p) {
+	case REEL_PROTO_HTTP1:
+		return "http";
+	case REEL_PROTO_HTTP2:
+		return "http2";
+	case REEL_PROTO_DNS:
+		return "dns";
+	case REEL_PROTO_REDIS:
+		return "resp";
+	case REEL_PROTO_PGSQL:
+		return "pgsql";
+	case REEL_PROTO_MYSQL:
+		return "mysql";
+	default:
+		return NULL;
+	}
+}
+
+/* Ports where tshark 4 decodes the protocol without help. */
+static bool standard_port(enum reel_proto p, uint16_t port)
+{
+	static const uint16_t http[] = {80, 3128, 3132, 5985, 8080, 8088, 11371, 1900, 2869, 2710};
+
+	switch (p) {
+	case REEL_PROTO_HTTP1:
+		for (size_t i = 0; i < sizeof(http) / sizeof(http[0]); i++)
+			if (port == http[i])
+				return true;
+		return false;
+	case REEL_PROTO_DNS:
+		return port == 53 || port == 5353;
+	case REEL_PROTO_REDIS:
+		return port == 6379;
+	case REEL_PROTO_PGSQL:
+		return port == 5432;
+	case REEL_PROTO_MYSQL:
+		return port == 3306;
+	default:
+		return false; /* HTTP/2 cleartext needs a hint on every port */
+	}
+}
+
+static uint16_t default_port(enum reel_proto p)
+{
+	switch (p) {
+	case REEL_PROTO_HTTP1:
+	case REEL_PROTO_HTTP2:
+		return 80;
+	case REEL_PROTO_DNS:
+		return 53;
+	case REEL_PROTO_REDIS:
+		return 6379;
+	case REEL_PROTO_PGSQL:
+		return 5432;
+	case REEL_PROTO_MYSQL:
+		return 3306;
+	default:
+		return 0;
+	}
+}
+
+static void add_hint(struct reel_pipeline *p, const struct conn *c)
+{
+	uint16_t port;
+	int l4 = stream_like(c) ? 6 : 17;
+
+	if (!c->synth_started || !tshark_name(c->proto))
+		return;
+	port = ntohs(c->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+	if (standard_port(c->proto, port))
+		return;
+	for (uint32_t i = 0; i < p->nhints; i++) {
+		if (p->hints[i].l4 == l4 && p->hints[i].port == port &&
+		    p->hints[i].proto == c->proto) {
+			p->hints[i].conns++;
+			return;
+		}
+	}
+	if (p->nhints < MAX_HINTS)
+		p->hints[p->nhints++] = (struct hint){l4, port, c->proto, 1};
+}
+
+/* ------------------------------------------------------------------ */
+/* packet synthesis                                                    */
+
+static uint32_t mix32(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return (uint32_t)x;
+}
+
+static void ep_from(struct reel_pkt_ep *e, const struct reel_endpoint *r)
+{
+	memset(e, 0, sizeof(*e));
+	e->v6 = r->family == REEL_AF_INET6;
+	memcpy(e->addr, r->addr, e->v6 ? 16 : 4);
+	e->port = r->port;
+}
+
+static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
+		       uint32_t seq, uint32_t ack, const uint8_t *data, size_t len,
+		       const char *comment, uint32_t tid, const struct reel_endpoint *peer)
+{
+	struct reel_pkt_ep remote = c->ep[1];
+	const struct reel_pkt_ep *src, *dst;
+	size_t n;
+	uint64_t real;
+
+	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == c->ep[0].v6)
+		ep_from(&remote, peer);
+	src = dir == REEL_DIR_EGRESS ? &c->ep[0] : &remote;
+	dst = dir == REEL_DIR_EGRESS ? &remote : &c->ep[0];
+	n = reel_pkt_build(p->pkt, 65536 + 128, src, dst, stream_like(c) ? 6 : 17, seq, ack, flags,
+			   c->ipid[dir]++, data, len);
+	if (!n)
+		return;
+	if (p->have_bpf) {
+		struct pcap_pkthdr h = {.caplen = (uint32_t)n, .len = (uint32_t)n};
+
+		if (!pcap_offline_filter(&p->bpf, &h, p->pkt))
+			return;
+	}
+	real = real_ns(p, c->file_idx, ts);
+	if (p->png) {
+		int e = reel_pcapng__packet(p->png, real, p->pkt, (uint32_t)n,
+					    dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
+								   : REEL_EPB_DIR_IN,
+					    c->id.tgid, tid, comment);
+
+		if (e && !p->err)
+			p->err = e;
+	}
+	if (p->pcw)
+		reel_pcapw__packet(p->pcw, real, p->pkt, (uint32_t)n);
+	p->st.packets++;
+}
+
+/* Takes the pending notes of `dir` (and the first-packet note) into sb. */
+static void take_notes(struct conn *c, int dir, struct reel_sb *sb)
+{
+	if (c->first_note) {
+		reel_sb_puts(sb, c->first_note);
+		free(c->first_note);
+		c->first_note = NULL;
+	}
+	if (c->note[dir]) {
+		if (sb->len)
+			reel_sb_puts(sb, "; ");
+		reel_sb_puts(sb, c->note[dir]);
+		free(c->note[dir]);
+		c->note[dir] = NULL;
+	}
+}
+
+static uint32_t seq_at(const struct conn *c, int dir, uint64_t pos)
+{
+	return c->isn[dir] + 1 + (uint32_t)pos;
+}
+
+static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
+{
+	uint64_t key = ((uint64_t)c->id.tgid << 32) ^ (uint32_t)c->id.fd ^ (c->id.ino << 7) ^
+		       ((uint64_t)c->host << 56);
+	int cd, sd;
+	uint64_t t;
+	char note[320];
+	struct reel_sb sb;
+
+	if (c->synth_started)
+		return;
+	c->synth_started = true;
+	if (c->have_tuple && is_ip(&c->local)) {
+		ep_from(&c->ep[0], &c->local);
+		ep_from(&c->ep[1], &c->remote);
+		c->ep[1].v6 = c->ep[0].v6;
+	} else {
+		uint32_t h = mix32(key);
+		uint16_t sport = default_port(c->proto), cport = (uint16_t)(32768 + h % 28000);
+		char a[64], b[64];
+		struct reel_endpoint el = {.family = REEL_AF_INET}, er = {.family = REEL_AF_INET};
+
+		if (!sport)
+			sport = (uint16_t)(10000 + h % 10000);
+		c->synthetic_addr = true;
+		el.addr[0] = er.addr[0] = 127;
+		el.addr[1] = 77;
+		er.addr[1] = 78;
+		el.addr[2] = er.addr[2] = (uint8_t)(h >> 8);
+		el.addr[3] = er.addr[3] = (uint8_t)h;
+		el.port = htons(c->role == REEL_ROLE_SERVER ? sport : cport);
+		er.port = htons(c->role == REEL_ROLE_SERVER ? cport : sport);
+		ep_from(&c->ep[0], &el);
+		ep_from(&c->ep[1], &er);
+		reel_sb_init(&sb, note, sizeof(note));
+		if (c->unix_ino || c->l4 == REEL_L4_UNIX_STREAM || c->l4 == REEL_L4_UNIX_DGRAM)
+			reel_sb_printf(&sb,
+				       "reel: unix socket ino %" PRIu64 " (peer ino %" PRIu64 ")",
+				       c->unix_ino ? c->unix_ino : c->id.ino, c->remote_ino);
+		else
+			reel_sb_printf(&sb, "reel: socket without IP tuple (ino %" PRIu64 ")",
+				       c->id.ino);
+		reel_sb_printf(&sb, " of %s pid %u fd %d shown as %s <-> %s", c->comm, c->id.tgid,
+			       c->id.fd, reel_endpoint_str(&el, a, sizeof(a)),
+			       reel_endpoint_str(&er, b, sizeof(b)));
+		free(c->first_note);
+		c->first_note = strdup(note);
+	}
+	if (!c->server_port)
+		c->server_port = ntohs(c->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+	c->isn[0] = mix32(key ^ 0x5eed0001ull);
+	c->isn[1] = mix32(key ^ 0x5eed0002ull);
+	c->ipid[0] = (uint16_t)mix32(key ^ 3);
+	c->ipid[1] = (uint16_t)mix32(key ^ 4);
+	if (!stream_like(c))
+		return;
+
+	cd = c->role == REEL_ROLE_SERVER ? REEL_DIR_INGRESS : REEL_DIR_EGRESS;
+	sd = !cd;
+	t = c->open_ts && c->open_ts <= ts ? c->open_ts : ts;
+	reel_sb_init(&sb, note, sizeof(note));
+	take_notes(c, cd, &sb);
+	if (!c->role_from_open)
+		reel_sb_printf(
+			&sb,
+			"%sreel: handshake synthesized (connection seen first on data, role %s)",
+			sb.len ? "; " : "",
+			c->role == REEL_ROLE_SERVER ? "server (inferred)" : "client (inferred)");
+	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->isn[cd], 0, NULL, 0, sb.len ? note : NULL, 0,
+		   NULL);
+	synth_emit(p, c, sd, t, REEL_TCP_SYN | REEL_TCP_ACK, c->isn[sd], c->isn[cd] + 1, NULL, 0,
+		   NULL, 0, NULL);
+	synth_emit(p, c, cd, t, REEL_TCP_ACK, c->isn[cd] + 1, c->isn[sd] + 1, NULL, 0, NULL, 0,
+		   NULL);
+}
+
+static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
+		       const struct reasm_chunk *ch)
+{
+	char note[1024];
+	struct reel_sb sb;
+	uint32_t mss;
+	int od = !dir;
+
+	if ((!p->png && !p->pcw) || !conn_pass(p, c))
+		return;
+	synth_start(p, c, ch->ts);
+	mss = reel_pkt_mss(c->ep[0].v6, stream_like(c) ? 6 : 17);
+	reel_sb_init(&sb, note, sizeof(note));
+	take_notes(c, dir, &sb);
+	reel_sb_printf(&sb, "%s%s pid %u tid %u fd %d %s%s", sb.len ? "; " : "",
+		       c->comm[0] ? c->comm : "?", c->id.tgid, ch->tid, c->id.fd,
+		       reel_syscall_name(ch->syscall), ch->flags & REEL_DATAF_TLS ? " tls" : "");
+	for (uint32_t off = 0; off < ch->cap;) {
+		uint32_t n = ch->cap - off < mss ? ch->cap - off : mss;
+
+		synth_emit(p, c, dir, ch->ts,
+			   REEL_TCP_ACK | (off + n == ch->cap ? REEL_TCP_PSH : 0),
+			   seq_at(c, dir, ch->pos + off), seq_at(c, od, c->rs[od].next),
+			   ch->data + off, n, off ? NULL : note, ch->tid,
+			   ch->flags & REEL_DATAF_HAS_PEER ? &ch->peer : NULL);
+		off += n;
+	}
+	if (stream_like(c))
+		synth_emit(p, c, od, ch->ts, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
+			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, NULL);
+}
+
+static void synth_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end)
+{
+	char n0[1024], n1[1024];
+	struct reel_sb a, b;
+	uint32_t e, r;
+
+	if ((!p->png && !p->pcw) || !conn_pass(p, c))
+		return;
+	synth_start(p, c, ts);
+	reel_sb_init(&a, n0, sizeof(n0));
+	reel_sb_init(&b, n1, sizeof(n1));
+	take_notes(c, REEL_DIR_EGRESS, &a);
+	take_notes(c, REEL_DIR_INGRESS, &b);
+	if (!stream_like(c))
+		return;
+	e = seq_at(c, REEL_DIR_EGRESS, c->rs[REEL_DIR_EGRESS].next);
+	r = seq_at(c, REEL_DIR_INGRESS, c->rs[REEL_DIR_INGRESS].next);
+	switch (end) {
+	case CONN_END_CLOSE:
+		reel_sb_printf(&a, "%sreel: close() by %s pid %u fd %d", a.len ? "; " : "", c->comm,
+			       c->id.tgid, c->id.fd);
+		synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, e, r, NULL, 0,
+			   n0, c->last_tid, NULL);
+		synth_emit(p, c, REEL_DIR_INGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, r, e + 1, NULL,
+			   0, b.len ? n1 : NULL, 0, NULL);
+		synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e + 1, r + 1, NULL, 0, NULL, 0,
+			   NULL);
+		break;
+	case CONN_END_RESET:
+		reel_sb_printf(&a, "%sreel: socket gone without a close() we saw (fd reused)",
+			       a.len ? "; " : "");
+		synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_RST | REEL_TCP_ACK, e, r, NULL, 0,
+			   n0, 0, NULL);
+		break;
+	case CONN_END_CAPTURE:
+		if (a.len)
+			synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e, r, NULL, 0, n0, 0,
+				   NULL);
+		if (b.len)
+			synth_emit(p, c, REEL_DIR_INGRESS, ts, REEL_TCP_ACK, r, e, NULL, 0, n1, 0,
+				   NULL);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* transactions                                                        */
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} txn_flags[] = {
+	{REEL_TXNF_HOLE_REQ, "hole_req"}, {REEL_TXNF_HOLE_RESP, "hole_resp"},
+	{REEL_TXNF_NO_RESP, "no_resp"},	  {REEL_TXNF_NO_REQ, "no_req"},
+	{REEL_TXNF_ERROR, "error"},	  {REEL_TXNF_GRPC, "grpc"},
+	{REEL_TXNF_PARTIAL, "partial"},
+};
+
+static void json_str(struct reel_sb *sb, const char *k, const char *v)
+{
+	reel_sb_printf(sb, ",\"%s\":\"", k);
+	reel_sb_json_str(sb, v, strlen(v));
+	reel_sb_putc(sb, '"');
+}
+
+static void json_ep(struct reel_sb *sb, const char *k, const struct conn *c, int side)
+{
+	char buf[96];
+	struct reel_sb t;
+
+	reel_sb_init(&t, buf, sizeof(buf));
+	put_ep(&t, c, side);
+	json_str(sb, k, buf);
+}
+
+static void json_time(struct reel_sb *sb, const char *k, uint64_t real)
+{
+	reel_sb_printf(sb, ",\"%s\":\"", k);
+	reel_sb_rfc3339(sb, real);
+	reel_sb_putc(sb, '"');
+}
+
+static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
+			 struct reel_sb *sb)
+{
+	int client = c->role == REEL_ROLE_SERVER ? 1 : 0;
+	uint64_t ts = t->req_ts ? t->req_ts : t->resp_ts;
+
+	reel_sb_printf(sb, "{\"type\":\"txn\",\"proto\":\"%s\",\"conn\":%" PRIu64,
+		       reel_proto_name(t->proto), c->serial);
+	json_time(sb, "ts", real_ns(p, c->file_idx, ts));
+	reel_sb_printf(sb, ",\"pid\":%u,\"fd\":%d,\"ino\":%" PRIu64, c->id.tgid, c->id.fd,
+		       c->id.ino);
+	json_str(sb, "comm", c->comm);
+	json_ep(sb, "client", c, client);
+	json_ep(sb, "server", c, !client);
+	json_str(sb, "method", t->method);
+	json_str(sb, "target", t->target);
+	reel_sb_printf(sb, ",\"status\":%d", t->status);
+	if (t->grpc_status >= 0)
+		reel_sb_printf(sb, ",\"grpc_status\":%d", t->grpc_status);
+	if (t->stream_id)
+		reel_sb_printf(sb, ",\"stream_id\":%u", t->stream_id);
+	if (t->req_ts && t->resp_ts && t->resp_ts >= t->req_ts)
+		reel_sb_printf(sb, ",\"latency_us\":%.3f", (double)(t->resp_ts - t->req_ts) / 1e3);
+	else
+		reel_sb_puts(sb, ",\"latency_us\":null");
+	reel_sb_printf(sb,
+		       ",\"req_ts_ns\":%" PRIu64 ",\"resp_ts_ns\":%" PRIu64
+		       ",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"req_pos\":%" PRIu64
+		       ",\"resp_pos\":%" PRIu64,
+		       t->req_ts, t->resp_ts, t->req_bytes, t->resp_bytes, t->req_stream_pos,
+		       t->resp_stream_pos);
+	reel_sb_printf(sb, ",\"hole\":%s,\"error\":%s",
+		       t->flags & (REEL_TXNF_HOLE_REQ | REEL_TXNF_HOLE_RESP) ? "true" : "false",
+		       reel_txn_is_error(t) ? "true" : "false");
+	reel_sb_puts(sb, ",\"flags\":[");
+	for (size_t i = 0, k = 0; i < sizeof(txn_flags) / sizeof(txn_flags[0]); i++)
+		if (t->flags & txn_flags[i].bit)
+			reel_sb_printf(sb, "%s\"%s\"", k++ ? "," : "", txn_flags[i].name);
+	reel_sb_putc(sb, ']');
+	json_str(sb, "detail", t->detail);
+	if (c->tls)
+		reel_sb_puts(sb, ",\"tls\":true");
+	reel_sb_putc(sb, '}');
+}
+
+static void put_reltime(struct reel_sb *sb, uint64_t ts, uint64_t t0)
+{
+	uint64_t d = ts >= t0 ? ts - t0 : t0 - ts;
+
+	reel_sb_printf(sb, "%s%" PRIu64 ".%06" PRIu64, ts >= t0 ? "" : "-", d / 1000000000u,
+		       (d % 1000000000u) / 1000u);
+}
+
+static void fmt_txn_text(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
+			 struct reel_sb *sb)
+{
+	int client = c->role == REEL_ROLE_SERVER ? 1 : 0;
+
+	put_reltime(sb, t->req_ts ? t->req_ts : t->resp_ts, p->t0);
+	reel_sb_printf(sb, " -    %-10s %s %u %s ", "TXN", reel_proto_name(t->proto), c->id.tgid,
+		       c->comm);
+	put_ep(sb, c, client);
+	reel_sb_puts(sb, " -> ");
+	put_ep(sb, c, !client);
+	reel_sb_printf(sb, " %s %s", t->method[0] ? t->method : "-",
+		       t->target[0] ? t->target : "-");
+	if (t->stream_id)
+		reel_sb_printf(sb, " stream %u", t->stream_id);
+	if (t->status >= 0)
+		reel_sb_printf(sb, " status %d", t->status);
+	if (t->grpc_status >= 0)
+		reel_sb_printf(sb, " grpc %d", t->grpc_status);
+	if (t->req_ts && t->resp_ts && t->resp_ts >= t->req_ts)
+		reel_sb_printf(sb, " %.3f ms", (double)(t->resp_ts - t->req_ts) / 1e6);
+	reel_sb_printf(sb, " req %" PRIu64 " resp %" PRIu64, t->req_bytes, t->resp_bytes);
+	for (size_t i = 0; i < sizeof(txn_flags) / sizeof(txn_flags[0]); i++)
+		if (t->flags & txn_flags[i].bit)
+			reel_sb_printf(sb, " %s", txn_flags[i].name);
+	if (t->detail[0])
+		reel_sb_printf(sb, " (%s)", t->detail);
+}
+
+static void on_txn(void *ctx, const struct reel_txn *t)
+{
+	struct conn *c = ctx;
+	struct reel_pipeline *p = c->p;
+	uint64_t ts = t->req_ts ? t->req_ts : t->resp_ts;
+	char ep[96];
+	struct reel_sb sb;
+
+	p->st.txns++;
+	c->txns++;
+	if (reel_txn_is_error(t))
+		c->txn_errors++;
+	if (!conn_pass(p, c) || !pass_time(p, real_ns(p, c->file_idx, ts))) {
+		p->st.filtered++;
+		return;
+	}
+	if (p->sum) {
+		server_ep(c, ep, sizeof(ep));
+		reel_summary_txn(p->sum, t, ep);
+	}
+	if (p->o.json) {
+		FORMAT_LINE(p, sb, fmt_txn_json(p, c, t, &sb));
+		fputs(p->line, p->o.json);
+		fputc('\n', p->o.json);
+		sink_err(p, p->o.json);
+	}
+	if (p->o.print) {
+		FORMAT_LINE(p, sb, fmt_txn_text(p, c, t, &sb));
+		fputs(p->line, p->o.print);
+		fputc('\n', p->o.print);
+		sink_err(p, p->o.print);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* roles, detection, reassembly callbacks                              */
+
+/* Guesses whether the local end is the server from ports alone:
+ * 1 server, 0 client, -1 cannot tell. */
+static int local_is_server_by_port(const struct conn *c)
+{
+	uint16_t lp, rp;
+
+	if (!c->have_tuple)
+		return -1;
+	lp = ntohs(c->local.port);
+	rp = ntohs(c->remote.port);
+	if (!rp && lp)
+		return 1; /* unconnected datagram socket bound to a port */
+	if (lp < 1024 && rp >= 1024)
+		return 1;
+	if (rp < 1024 && lp >= 1024)
+		return 0;
+	if (lp >= 32768 && rp < 32768)
+		return 0;
+	if (rp >= 32768 && lp < 32768)
+		return 1;
+	return -1;
+}
+
+static void infer_role(struct conn *c, int dir, const uint8_t *data, size_t len)
+{
+	int by_port = local_is_server_by_port(c);
+	uint16_t hint = 0;
+	int sender_client = -1;
+
+	if (c->role != REEL_ROLE_UNKNOWN)
+		return;
+	if (by_port >= 0 && c->have_tuple)
+		hint = ntohs(by_port ? c->local.port : c->remote.port);
+	if (reel_l7_detect(data, len, REEL_L7_REQ, hint, c->l4))
+		sender_client = 1;
+	else if (reel_l7_detect(data, len, REEL_L7_RESP, hint, c->l4))
+		sender_client = 0;
+	if (sender_client < 0 && by_port >= 0)
+		c->role = by_port ? REEL_ROLE_SERVER : REEL_ROLE_CLIENT;
+	else if (sender_client < 0)
+		c->role = dir == REEL_DIR_EGRESS ? REEL_ROLE_CLIENT : REEL_ROLE_SERVER;
+	else
+		c->role = (dir == REEL_DIR_EGRESS) == (sender_client == 1) ? REEL_ROLE_CLIENT
+									   : REEL_ROLE_SERVER;
+	if (c->have_tuple && !c->server_port)
+		c->server_port =
+			ntohs(c->role == REEL_ROLE_SERVER ? c->local.port : c->remote.port);
+}
+
+static void l7_feed(struct reel_pipeline *p, struct conn *c, int dir, const struct reasm_chunk *ch)
+{
+	struct reel_l7_emit emit = {c, on_txn};
+	int d = l7dir(c, dir);
+
+	if (!c->parser && c->detect_tries < DETECT_TRIES) {
+		const struct reel_l7_parser *par;
+
+		c->detect_tries++;
+		par = reel_l7_detect(ch->data, ch->cap, (enum reel_l7_dir)d, c->server_port, c->l4);
+		if (par) {
+			c->pst = par->new_state(!stream_like(c));
+			if (c->pst) {
+				c->parser = par;
+				c->proto = par->proto;
+			}
+		}
+	}
+	(void)p;
+	if (c->parser)
+		c->parser->data(c->pst, (enum reel_l7_dir)d, ch->ts, ch->pos, ch->data, ch->cap,
+				&emit);
+}
+
+static void on_data(void *ctx, int dir, const struct reasm_chunk *ch)
+{
+	struct conn *c = ctx;
+	struct reel_pipeline *p = c->p;
+
+	c->captured[dir] += ch->cap;
+	if (c->role == REEL_ROLE_UNKNOWN)
+		infer_role(c, dir, ch->data, ch->cap);
+	l7_feed(p, c, dir, ch);
+	synth_data(p, c, dir, ch);
+}
+
+static const char *drop_reason(uint32_t r)
+{
+	switch (r) {
+	case REEL_DROP_WRITER_BEHIND:
+		return "writer behind";
+	case REEL_DROP_WRITE_ERROR:
+		return "write error";
+	case REEL_DROP_FILTERED:
+		return "filtered";
+	case REEL_DROP_TOO_BIG:
+		return "too big";
+	default:
+		return "other";
+	}
+}
+
+/* The nearest LOST/DROP at or before ts, on any CPU. */
+static const struct loss_note *loss_before(const struct reel_pipeline *p, uint64_t ts)
+{
+	const struct loss_note *best = NULL;
+	uint32_t n = p->nloss < LOSS_RING ? p->nloss : LOSS_RING;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct loss_note *l = &p->loss[i];
+
+		if (l->ts <= ts && (!best || l->ts > best->ts))
+			best = l;
+	}
+	return best;
+}
+
+static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len, enum reasm_why why,
+		    const struct reasm_chunk *next)
+{
+	struct conn *c = ctx;
+	struct reel_pipeline *p = c->p;
+	struct reel_l7_emit emit = {c, on_txn};
+	char buf[512];
+	struct reel_sb sb;
+
+	p->st.hole_bytes += len;
+	p->tot.holes++;
+	reel_sb_init(&sb, buf, sizeof(buf));
+	if (c->note[dir]) {
+		reel_sb_puts(&sb, c->note[dir]);
+		reel_sb_puts(&sb, "; ");
+	}
+	reel_sb_printf(&sb, "reel: %" PRIu64 " bytes missing here at stream position %" PRIu64 " (",
+		       len, pos);
+	switch (why) {
+	case REASM_HOLE_GAP: {
+		const struct loss_note *l = loss_before(p, next ? next->ts : ts);
+
+		if (!l)
+			reel_sb_puts(&sb, "not captured; no LOST or DROP record explains it");
+		else if (l->drop)
+			reel_sb_printf(&sb, "DROP %" PRIu64 " records (%s)%s", l->count,
+				       drop_reason(l->reason), "");
+		else
+			reel_sb_printf(&sb, "LOST %" PRIu64 " samples", l->count);
+		if (l && l->cpu != REEL_CPU_NONE)
+			reel_sb_printf(&sb, " on cpu %u", l->cpu);
+		break;
+	}
+	case REASM_HOLE_TRUNC:
+		reel_sb_puts(&sb, "beyond the snaplen");
+		break;
+	case REASM_HOLE_LENONLY:
+		reel_sb_puts(&sb, "moved by sendfile/splice: length only");
+		break;
+	case REASM_HOLE_FAULT:
+		reel_sb_puts(&sb, "user memory could not be read");
+		break;
+	case REASM_HOLE_CLOSE:
+		reel_sb_puts(&sb, "final position at close is past the last byte captured");
+		break;
+	}
+	reel_sb_putc(&sb, ')');
+	free(c->note[dir]);
+	c->note[dir] = strdup(buf);
+	if (c->parser)
+		c->parser->hole(c->pst, (enum reel_l7_dir)l7dir(c, dir), ts, pos, len, &emit);
+}
+
+static const struct reasm_ops rs_ops = {on_data, on_hole};
+
+/* ------------------------------------------------------------------ */
+/* connection lifecycle                                                */
+
+static void fmt_conn_json(struct reel_pipeline *p, const struct conn *c, uint64_t ts,
+			  enum conn_end end, struct reel_sb *sb)
+{
+	static const char *const ends[] = {"close", "reset", "capture_end"};
+	const struct reasm *e = &c->rs[REEL_DIR_EGRESS], *i = &c->rs[REEL_DIR_INGRESS];
+
+	reel_sb_printf(sb, "{\"type\":\"conn\",\"conn\":%" PRIu64 ",\"proto\":\"%s\"", c->serial,
+		       reel_proto_name(c->proto));
+	reel_sb_printf(sb, ",\"pid\":%u,\"fd\":%d,\"ino\":%" PRIu64, c->id.tgid, c->id.fd,
+		       c->id.ino);
+	json_str(sb, "comm", c->comm);
+	json_str(sb, "exe", c->exe);
+	reel_sb_printf(sb, ",\"l4\":%u,\"role\":\"%s%s\"", c->l4,
+		       c->role == REEL_ROLE_SERVER ? "server" : "client",
+		       c->role_from_open ? "" : " (inferred)");
+	json_ep(sb, "local", c, 0);
+	json_ep(sb, "remote", c, 1);
+	json_time(sb, "open", real_ns(p, c->file_idx, c->open_ts));
+	json_time(sb, "close", real_ns(p, c->file_idx, ts));
+	reel_sb_printf(sb,
+		       ",\"duration_us\":%.3f,\"end\":\"%s\",\"bytes_out\":%" PRIu64
+		       ",\"bytes_in\":%" PRIu64 ",\"captured_out\":%" PRIu64
+		       ",\"captured_in\":%" PRIu64 ",\"holes\":%u,\"hole_bytes\":%" PRIu64
+		       ",\"dup_bytes\":%" PRIu64 ",\"txns\":%u,\"errors\":%u,\"tls\":%s}",
+		       ts >= c->open_ts ? (double)(ts - c->open_ts) / 1e3 : 0.0, ends[end], e->next,
+		       i->next, c->captured[0], c->captured[1], e->holes + i->holes,
+		       e->hole_bytes + i->hole_bytes, e->dup_bytes + i->dup_bytes, c->txns,
+		       c->txn_errors, c->tls ? "true" : "false");
+}
+
+static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end,
+		     const uint64_t *final)
+{
+	struct reel_l7_emit emit = {c, on_txn};
+	struct reel_sb sb;
+
+	for (int d = 0; d < 2; d++)
+		reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &rs_ops, c);
+	if (c->parser) {
+		c->parser->close(c->pst, ts, &emit);
+		c->parser->free_state(c->pst);
+		c->parser = NULL;
+		c->pst = NULL;
+	}
+	synth_end(p, c, ts, end);
+	if (conn_pass(p, c)) {
+		add_hint(p, c);
+		if (p->sum) {
+			char ep[96];
+
+			server_ep(c, ep, sizeof(ep));
+			reel_summary_conn(p->sum, c->proto, ep, c->rs[0].next, c->rs[1].next,
+					  c->rs[0].holes + c->rs[1].holes,
+					  c->rs[0].hole_bytes + c->rs[1].hole_bytes);
+		}
+		if (p->o.json) {
+			FORMAT_LINE(p, sb, fmt_conn_json(p, c, ts, end, &sb));
+			fputs(p->line, p->o.json);
+			fputc('\n', p->o.json);
+			sink_err(p, p->o.json);
+		}
+	}
+	conn_remove(&p->ct, c);
+	reasm_free(&c->rs[0]);
+	reasm_free(&c->rs[1]);
+	free(c->note[0]);
+	free(c->note[1]);
+	free(c->first_note);
+	free(c);
+}
+
+static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
+			     const struct reel_conn_id *id, uint64_t ts, bool create)
+{
+	uint32_t host = host_of(p, file_idx);
+	struct conn *other, *c = conn_find(&p->ct, host, id, &other);
+	struct proc_info *pi;
+
+	if (c) {
+		c->file_idx = file_idx;
+		return c;
+	}
+	if (!create)
+		return NULL;
+	if (other)
+		conn_end(p, other, ts, CONN_END_RESET, NULL);
+	c = conn_insert(&p->ct, host, id);
+	if (!c)
+		return NULL;
+	c->p = p;
+	c->file_idx = file_idx;
+	c->serial = ++p->serial;
+	c->open_ts = ts;
+	pi = proc_find(&p->ct, host, id->tgid);
+	if (pi) {
+		memcpy(c->comm, pi->comm, sizeof(c->comm));
+		memcpy(c->exe, pi->exe, sizeof(c->exe));
+	}
+	p->st.conns++;
+	return c;
+}
+
+static void on_conn_open(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	const struct reel_ev_conn_open *o = &ev->conn_open;
+	struct conn *c = conn_get(p, ev->file_idx, &o->conn, ev->ts_ns, true);
+
+	if (!c)
+		return;
+	c->l4 = o->l4;
+	c->local = o->local;
+	c->remote = o->remote;
+	c->unix_ino = o->unix_ino;
+	c->remote_ino = o->remote_ino;
+	c->open_syscall = o->syscall;
+	c->have_tuple = is_ip(&o->local);
+	c->last_tid = o->hdr.tid;
+	if (o->role == REEL_ROLE_CLIENT || o->role == REEL_ROLE_SERVER) {
+		c->role = o->role;
+		c->role_from_open = true;
+	}
+	if (c->have_tuple && c->role != REEL_ROLE_UNKNOWN)
+		c->server_port =
+			ntohs(c->role == REEL_ROLE_SERVER ? o->local.port : o->remote.port);
+}
+
+static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	const struct reel_ev_data *d = &ev->data.hdr;
+	struct conn *c = conn_get(p, ev->file_idx, &d->conn, ev->ts_ns, true);
+	struct reasm_chunk ch;
+	uint64_t real = real_ns(p, ev->file_idx, ev->ts_ns);
+
+	if (!c)
+		return;
+	if (!c->l4)
+		c->l4 = d->l4;
+	c->last_tid = d->hdr.tid;
+	c->last_ts = ev->ts_ns;
+	if (d->flags & REEL_DATAF_TLS)
+		c->tls = true;
+	if ((d->flags & REEL_DATAF_HAS_PEER) && is_ip(&d->peer) && !c->remote.port && c->have_tuple)
+		c->remote = d->peer;
+	if (!c->comm[0]) {
+		struct proc_info *pi = proc_find(&p->ct, c->host, c->id.tgid);
+
+		if (pi) {
+			memcpy(c->comm, pi->comm, sizeof(c->comm));
+			memcpy(c->exe, pi->exe, sizeof(c->exe));
+		}
+	}
+	p->st.payload_bytes += d->cap_len;
+	if (p->o.from_ns && real < p->o.from_ns) {
+		reasm_skip(&c->rs[d->dir], d->stream_pos + d->len);
+		c->skipped = true;
+		return;
+	}
+	if (p->o.to_ns && real > p->o.to_ns)
+		return;
+	ch = (struct reasm_chunk){
+		.pos = d->stream_pos,
+		.len = d->len,
+		.cap = d->cap_len,
+		.ts = ev->ts_ns,
+		.data = ev->data.payload,
+		.tid = d->hdr.tid,
+		.cpu = ev->cpu,
+		.flags = d->flags,
+		.syscall = d->syscall,
+		.msg = d->msg,
+		.peer = d->peer,
+	};
+	reasm_push(&c->rs[d->dir], &p->lim, &ch, d->dir, &rs_ops, c);
+}
+
+static void on_conn_close(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	const struct reel_ev_conn_close *cl = &ev->conn_close;
+	struct conn *c = conn_get(p, ev->file_idx, &cl->conn, ev->ts_ns, false);
+	uint64_t final[2] = {cl->bytes_egress, cl->bytes_ingress};
+
+	if (!c)
+		return;
+	if (p->o.to_ns && real_ns(p, ev->file_idx, ev->ts_ns) > p->o.to_ns)
+		return; /* ends as "capture_end" at finish */
+	c->last_tid = cl->hdr.tid;
+	conn_end(p, c, ev->ts_ns, CONN_END_CLOSE, final);
+}
+
+static void proc_set(struct reel_pipeline *p, uint32_t file_idx, uint32_t pid, const char *comm,
+		     const char *exe, size_t exe_len)
+{
+	struct proc_info *pi = proc_get(&p->ct, host_of(p, file_idx), pid);
+
+	if (!pi)
+		return;
+	if (comm) {
+		memset(pi->comm, 0, sizeof(pi->comm));
+		memcpy(pi->comm, comm, strnlen(comm, sizeof(pi->comm) - 1));
+	}
+	if (exe) {
+		size_t n = exe_len < sizeof(pi->exe) - 1 ? exe_len : sizeof(pi->exe) - 1;
+
+		memset(pi->exe, 0, sizeof(pi->exe));
+		memcpy(pi->exe, exe, n);
+	}
+}
+
+static void on_proc_exit(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	uint32_t host = host_of(p, ev->file_idx), tgid = ev->exit.hdr.tgid;
+	struct conn *c = p->ct.head;
+
+	/* The kernel closes what the process left open. */
+	while (c) {
+		struct conn *n = c->next;
+
+		if (c->host == host && c->id.tgid == tgid)
+			conn_end(p, c, ev->ts_ns, CONN_END_CLOSE, NULL);
+		c = n;
+	}
+	proc_remove(&p->ct, host, tgid);
+}
+
+static void add_loss(struct reel_pipeline *p, const struct reel_event *ev, bool drop)
+{
+	struct loss_note *l = &p->loss[p->nloss++ % LOSS_RING];
+
+	l->ts = ev->ts_ns;
+	l->cpu = ev->cpu;
+	l->drop = drop;
+	l->count = drop ? ev->drop.records : ev->lost.lost;
+	l->reason = drop ? ev->drop.reason : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* per event                                                           */
+
+/* Does the event pass the filters (for printing)? */
+static bool event_pass(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	const struct reel_conn_id *id = NULL;
+	uint32_t tgid = 0;
+	bool has_pid = true;
+
+	if (!pass_time(p, real_ns(p, ev->file_idx, ev->ts_ns)))
+		return false;
+	switch (ev->kind) {
+	case REEL_EVENT_DATA:
+		id = &ev->data.hdr.conn;
+		break;
+	case REEL_EVENT_CONN_OPEN:
+		id = &ev->conn_open.conn;
+		break;
+	case REEL_EVENT_CONN_CLOSE:
+		id = &ev->conn_close.conn;
+		break;
+	case REEL_EVENT_PROC_EXEC:
+		tgid = ev->exec.hdr.tgid;
+		break;
+	case REEL_EVENT_PROC_EXIT:
+		tgid = ev->exit.hdr.tgid;
+		break;
+	case REEL_EVENT_PROC_FORK:
+		tgid = ev->fork.hdr.tgid;
+		break;
+	case REEL_EVENT_PROC:
+		tgid = ev->proc.fixed.pid;
+		break;
+	default:
+		has_pid = false;
+		break;
+	}
+	if (id) {
+		struct conn *c = conn_find(&p->ct, host_of(p, ev->file_idx), id, NULL);
+
+		if (!c)
+			return pass_pid(p, id->tgid) && !p->o.ncomms && !p->o.nports &&
+			       !p->o.proto_mask && !p->have_conn_filter;
+		if (!conn_pass_static(p, c))
+			return false;
+		if (p->o.proto_mask && !c->parser && ev->kind == REEL_EVENT_DATA &&
+		    ev->data.hdr.cap_len) {
+			/* not decided yet: judge by this chunk */
+			const struct reel_l7_parser *par =
+				reel_l7_detect(ev->data.payload, ev->data.hdr.cap_len,
+					       (enum reel_l7_dir)l7dir(c, ev->data.hdr.dir),
+					       c->server_port, c->l4);
+
+			return par && (p->o.proto_mask & (1u << par->proto));
+		}
+		return !p->o.proto_mask || (p->o.proto_mask & (1u << c->proto));
+	}
+	if (has_pid) {
+		struct proc_info *pi = proc_find(&p->ct, host_of(p, ev->file_idx), tgid);
+
+		if (p->have_conn_filter || p->o.nports || p->o.proto_mask)
+			return false;
+		return pass_pid(p, tgid) && (!p->o.ncomms || (pi && pass_comm(p, pi->comm)));
+	}
+	return true;
+}
+
+static void print_event(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	int n;
+
+	n = reel_event_format_text(ev, p->t0, p->o.preview, p->line, p->line_cap);
+	if (n < 0)
+		return;
+	if ((size_t)n + 1 > p->line_cap) {
+		line_reserve(p, (size_t)n + 2);
+		reel_event_format_text(ev, p->t0, p->o.preview, p->line, p->line_cap);
+	}
+	fputs(p->line, p->o.print);
+	fputc('\n', p->o.print);
+	sink_err(p, p->o.print);
+}
+
+static void process(struct reel_pipeline *p, const struct reel_record *rec)
+{
+	struct reel_event ev;
+	struct file_info *f;
+	uint64_t real;
+
+	if (reel_event_decode(rec, &ev)) {
+		p->st.bad_events++;
+		if (p->o.print) {
+			struct reel_sb sb;
+
+			FORMAT_LINE(p, sb, {
+				put_reltime(&sb, rec->ts_ns, p->have_t0 ? p->t0 : rec->ts_ns);
+				reel_sb_printf(&sb, " cpu%u BAD        %s", rec->cpu,
+					       reel_event_errmsg());
+			});
+			fputs(p->line, p->o.print);
+			fputc('\n', p->o.print);
+			sink_err(p, p->o.print);
+		}
+		return;
+	}
+	p->st.events++;
+	if (!p->have_t0) {
+		p->t0 = ev.ts_ns;
+		p->have_t0 = true;
+	}
+	real = real_ns(p, ev.file_idx, ev.ts_ns);
+	if (ev.kind != REEL_EVENT_CLOCK && ev.kind != REEL_EVENT_UNKNOWN && ev.ts_ns) {
+		if (!p->tot.first_real_ns || real < p->tot.first_real_ns)
+			p->tot.first_real_ns = real;
+		if (real > p->tot.last_real_ns)
+			p->tot.last_real_ns = real;
+	}
+	if (p->o.print) {
+		if (event_pass(p, &ev))
+			print_event(p, &ev);
+		else
+			p->st.filtered++;
+	}
+
+	switch (ev.kind) {
+	case REEL_EVENT_DATA:
+		on_data_event(p, &ev);
+		break;
+	case REEL_EVENT_CONN_OPEN:
+		on_conn_open(p, &ev);
+		break;
+	case REEL_EVENT_CONN_CLOSE:
+		on_conn_close(p, &ev);
+		break;
+	case REEL_EVENT_PROC_EXEC:
+		proc_set(p, ev.file_idx, ev.exec.hdr.tgid, ev.exec.comm, ev.exec.filename,
+			 strlen(ev.exec.filename));
+		break;
+	case REEL_EVENT_PROC_FORK: {
+		struct proc_info *parent =
+			proc_find(&p->ct, host_of(p, ev.file_idx), ev.fork.hdr.tgid);
+		char exe[128];
+
+		memcpy(exe, parent ? parent->exe : "", parent ? sizeof(exe) : 1);
+		proc_set(p, ev.file_idx, ev.fork.child_tgid, ev.fork.comm, exe, strlen(exe));
+		break;
+	}
+	case REEL_EVENT_PROC_EXIT:
+		on_proc_exit(p, &ev);
+		break;
+	case REEL_EVENT_PROC:
+		proc_set(p, ev.file_idx, ev.proc.fixed.pid, ev.proc.fixed.comm, ev.proc.exe,
+			 ev.proc.exe ? ev.proc.fixed.exe_len : 0);
+		break;
+	case REEL_EVENT_CLOCK:
+		f = file_get(p, ev.file_idx);
+		if (f && ev.clock.mono_ns && ev.clock.real_ns)
+			f->off = (int64_t)(ev.clock.real_ns - ev.clock.mono_ns);
+		break;
+	case REEL_EVENT_LOST:
+		p->st.lost_samples += ev.lost.lost;
+		p->tot.lost_records++;
+		add_loss(p, &ev, false);
+		if (p->o.json) {
+			fprintf(p->o.json,
+				"{\"type\":\"lost\",\"file\":%u,\"cpu\":%u,\"samples\":%" PRIu64
+				"}\n",
+				ev.file_idx, ev.cpu, ev.lost.lost);
+			sink_err(p, p->o.json);
+		}
+		break;
+	case REEL_EVENT_DROP:
+		p->st.dropped_records += ev.drop.records;
+		p->tot.dropped_bytes += ev.drop.bytes;
+		p->tot.drop_records++;
+		add_loss(p, &ev, true);
+		if (p->o.json) {
+			fprintf(p->o.json,
+				"{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,\"records\":%" PRIu64
+				",\"bytes\":%" PRIu64 ",\"reason\":\"%s\"}\n",
+				ev.file_idx, ev.cpu == REEL_CPU_NONE ? -1 : (int)ev.cpu,
+				ev.drop.records, ev.drop.bytes, drop_reason(ev.drop.reason));
+			sink_err(p, p->o.json);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* public API                                                          */
+
+static int parse_conn(struct reel_pipeline *p, const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	v = strtoull(s, &end, 10);
+	if (end == s || *end != ':' || v > UINT32_MAX)
+		return -EINVAL;
+	p->conn_tgid = (uint32_t)v;
+	s = end + 1;
+	v = strtoull(s, &end, 10);
+	if (end == s || (*end && *end != ':') || v > INT32_MAX)
+		return -EINVAL;
+	p->conn_fd = (int32_t)v;
+	if (*end == ':') {
+		s = end + 1;
+		v = strtoull(s, &end, 10);
+		if (end == s || *end)
+			return -EINVAL;
+		p->conn_ino = v;
+		p->conn_has_ino = true;
+	}
+	p->have_conn_filter = true;
+	return 0;
+}
+
+static void print_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void print_msg(const char *fmt, ...)
+{
+	reel_print_fn_t fn = reel_set_print(NULL);
+	va_list ap;
+
+	reel_set_print(fn);
+	if (!fn)
+		return;
+	va_start(ap, fmt);
+	fn(REEL_WARN, fmt, ap);
+	va_end(ap);
+}
+
+struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
+{
+	struct reel_pipeline *p = calloc(1, sizeof(*p));
+	int err = -ENOMEM;
+
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (opts) {
+		size_t n = opts->sz && opts->sz < sizeof(p->o) ? opts->sz : sizeof(p->o);
+
+		memcpy(&p->o, opts, n);
+	}
+	p->o.sz = sizeof(p->o);
+	if (!p->o.preview)
+		p->o.preview = 64;
+	if (p->o.preview > 1u << 20)
+		p->o.preview = 1u << 20;
+	if (!p->o.window_ns)
+		p->o.window_ns = DEFAULT_WINDOW_NS;
+
+	/* Own copies of the filter arrays. */
+	if (p->o.npids < 0 || p->o.ncomms < 0 || p->o.nports < 0) {
+		err = -EINVAL;
+		goto fail;
+	}
+	if (p->o.npids) {
+		p->pids = calloc((size_t)p->o.npids, sizeof(*p->pids));
+		if (!p->pids)
+			goto fail;
+		memcpy(p->pids, p->o.pids, (size_t)p->o.npids * sizeof(*p->pids));
+	}
+	if (p->o.ncomms) {
+		p->comms = calloc((size_t)p->o.ncomms, sizeof(*p->comms));
+		if (!p->comms)
+			goto fail;
+		for (int i = 0; i < p->o.ncomms; i++)
+			if (!(p->comms[i] = strdup(p->o.comms[i] ? p->o.comms[i] : "")))
+				goto fail;
+	}
+	if (p->o.nports) {
+		p->ports = calloc((size_t)p->o.nports, sizeof(*p->ports));
+		if (!p->ports)
+			goto fail;
+		memcpy(p->ports, p->o.ports, (size_t)p->o.nports * sizeof(*p->ports));
+	}
+	p->o.pids = NULL;
+	p->o.comms = NULL;
+	p->o.ports = NULL;
+	if (p->o.conn) {
+		err = parse_conn(p, p->o.conn);
+		if (err) {
+			print_msg("reel: bad connection filter '%s': want TGID:FD or TGID:FD:INO\n",
+				  p->o.conn);
+			goto fail;
+		}
+		p->o.conn = NULL;
+	}
+
+	reel_reorder_init(&p->ro, p->o.window_ns, REORDER_MAX_HELD, REORDER_MAX_BYTES);
+	p->lim = (struct reasm_limits){4u << 20, 4096, 1000000000ull};
+	if (conn_table_init(&p->ct))
+		goto fail;
+	p->line_cap = 4096 + p->o.preview * 4;
+	p->line = malloc(p->line_cap);
+	p->pkt = malloc(65536 + 128);
+	if (!p->line || !p->pkt)
+		goto fail;
+	if (p->o.summary) {
+		p->sum = reel_summary_new();
+		if (!p->sum)
+			goto fail;
+	}
+	if (p->o.bpf_filter && *p->o.bpf_filter) {
+		p->dead = pcap_open_dead(DLT_RAW, REEL_PCAPNG_SNAPLEN);
+		if (!p->dead)
+			goto fail;
+		if (pcap_compile(p->dead, &p->bpf, p->o.bpf_filter, 1, PCAP_NETMASK_UNKNOWN)) {
+			print_msg("reel: bad filter expression '%s': %s\n", p->o.bpf_filter,
+				  pcap_geterr(p->dead));
+			err = -EINVAL;
+			goto fail;
+		}
+		p->have_bpf = true;
+	}
+	p->o.bpf_filter = NULL;
+	if (p->o.pcapng_path) {
+		p->png = reel_pcapng__open(p->o.pcapng_path, "reel " REEL_VERSION, "Linux", NULL);
+		if (!p->png) {
+			err = -errno;
+			print_msg("reel: cannot create %s: %s\n", p->o.pcapng_path,
+				  strerror(errno));
+			goto fail;
+		}
+	}
+	if (p->o.pcap_path) {
+		p->pcw = reel_pcapw__open(p->o.pcap_path);
+		if (!p->pcw) {
+			err = -errno;
+			print_msg("reel: cannot create %s: %s\n", p->o.pcap_path, strerror(errno));
+			goto fail;
+		}
+	}
+	p->o.pcapng_path = p->o.pcap_path = NULL;
+	return p;
+fail:
+	reel_pipeline__free(p);
+	errno = -err;
+	return NULL;
+}
+
+int reel_pipeline__set_header(struct reel_pipeline *p, uint32_t file_idx,
+			      const struct reel_header *hdr)
+{
+	struct file_info *f = file_get(p, file_idx);
+
+	if (!f || !hdr)
+		return -EINVAL;
+	f->have_hdr = true;
+	if (hdr->clock.mono_ns && hdr->clock.real_ns)
+		f->off = (int64_t)(hdr->clock.real_ns - hdr->clock.mono_ns);
+	snprintf(f->boot_id, sizeof(f->boot_id), "%s", hdr->boot_id);
+	f->host = file_idx < MAX_FILES ? file_idx : MAX_FILES - 1;
+	if (f->boot_id[0]) {
+		for (uint32_t i = 0; i < p->nfiles; i++) {
+			if (&p->files[i] != f && p->files[i].have_hdr &&
+			    !strcmp(p->files[i].boot_id, f->boot_id)) {
+				f->host = p->files[i].host;
+				break;
+			}
+		}
+	}
+	if (hdr->abi_version && hdr->abi_version != REEL_ABI_VERSION)
+		print_msg("reel: input %u was written with event ABI %u; this build decodes %u\n",
+			  file_idx, hdr->abi_version, REEL_ABI_VERSION);
+	return 0;
+}
+
+int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec)
+{
+	struct reel_held *h;
+	int err;
+
+	p->st.records++;
+	err = reel_reorder_push(&p->ro, rec);
+	if (err) {
+		/* Out of memory for holding: process it now, order may suffer. */
+		process(p, rec);
+		return err;
+	}
+	while ((h = reel_reorder_pop(&p->ro, false))) {
+		process(p, &h->rec);
+		free(h);
+	}
+	return p->err;
+}
+
+int reel_pipeline__tick(struct reel_pipeline *p, uint64_t now_mono_ns)
+{
+	struct reel_held *h;
+
+	while ((h = reel_reorder_pop_before(&p->ro, now_mono_ns))) {
+		process(p, &h->rec);
+		free(h);
+	}
+	if (p->o.print)
+		fflush(p->o.print);
+	if (p->o.json)
+		fflush(p->o.json);
+	return p->err;
+}
+
+void reel_pipeline__note_damage(struct reel_pipeline *p, uint32_t file_idx, const char *msg)
+{
+	struct reel_sb sb;
+
+	p->tot.damaged_blocks++;
+	if (p->o.json) {
+		FORMAT_LINE(p, sb, {
+			reel_sb_printf(&sb, "{\"type\":\"damage\",\"file\":%u,\"msg\":\"",
+				       file_idx);
+			reel_sb_json_str(&sb, msg ? msg : "", msg ? strlen(msg) : 0);
+			reel_sb_puts(&sb, "\"}");
+		});
+		fputs(p->line, p->o.json);
+		fputc('\n', p->o.json);
+		sink_err(p, p->o.json);
+	}
+	if (p->o.print) {
+		fprintf(p->o.print, "- -    DAMAGE     input %u: %s\n", file_idx, msg ? msg : "");
+		sink_err(p, p->o.print);
+	}
+}
+
+static void print_hints(struct reel_pipeline *p)
+{
+	if (!p->o.hints || !p->nhints)
+		return;
+	for (uint32_t i = 0; i < p->nhints; i++) {
+		const struct hint *h = &p->hints[i];
+
+		fprintf(p->o.hints,
+			"hint: tshark -d %s.port==%u,%s  (%s on a port tshark does not decode as "
+			"%s; %u connection%s)\n",
+			h->l4 == 17 ? "udp" : "tcp", h->port, tshark_name(h->proto),
+			reel_proto_name(h->proto), tshark_name(h->proto), h->conns,
+			h->conns == 1 ? "" : "s");
+	}
+}
+
+int reel_pipeline__finish(struct reel_pipeline *p)
+{
+	struct reel_held *h;
+	int err;
+
+	if (p->finished)
+		return p->err;
+	p->finished = true;
+	while ((h = reel_reorder_pop(&p->ro, true))) {
+		process(p, &h->rec);
+		free(h);
+	}
+	while (p->ct.head) {
+		struct conn *c = p->ct.head;
+		uint64_t ts = c->last_ts > c->open_ts ? c->last_ts : c->open_ts;
+
+		conn_end(p, c, ts, CONN_END_CAPTURE, NULL);
+	}
+	if (p->sum) {
+		reel_pipeline__stats(p, &p->st);
+		p->tot.records = p->st.records;
+		p->tot.events = p->st.events;
+		p->tot.bad_events = p->st.bad_events;
+		p->tot.conns = p->st.conns;
+		p->tot.txns = p->st.txns;
+		p->tot.packets = p->st.packets;
+		p->tot.payload_bytes = p->st.payload_bytes;
+		p->tot.hole_bytes = p->st.hole_bytes;
+		p->tot.lost_samples = p->st.lost_samples;
+		p->tot.dropped_records = p->st.dropped_records;
+		p->tot.filtered = p->st.filtered;
+		p->tot.reorder_forced = p->ro.forced;
+		reel_summary_print(p->sum, &p->tot, p->o.summary);
+		sink_err(p, p->o.summary);
+	}
+	print_hints(p);
+	err = reel_pcapng__close(p->png);
+	p->png = NULL;
+	if (err && !p->err)
+		p->err = err;
+	err = reel_pcapw__close(p->pcw);
+	p->pcw = NULL;
+	if (err && !p->err)
+		p->err = err;
+	if (p->o.print && fflush(p->o.print) && !p->err)
+		p->err = -errno;
+	if (p->o.json && fflush(p->o.json) && !p->err)
+		p->err = -errno;
+	if (p->o.summary && fflush(p->o.summary) && !p->err)
+		p->err = -errno;
+	return p->err;
+}
+
+void reel_pipeline__stats(const struct reel_pipeline *p, struct reel_pipeline_stats *st)
+{
+	*st = p->st;
+}
+
+void reel_pipeline__free(struct reel_pipeline *p)
+{
+	if (!p)
+		return;
+	while (p->ct.head) {
+		struct conn *c = p->ct.head;
+
+		if (c->parser)
+			c->parser->free_state(c->pst);
+		conn_remove(&p->ct, c);
+		reasm_free(&c->rs[0]);
+		reasm_free(&c->rs[1]);
+		free(c->note[0]);
+		free(c->note[1]);
+		free(c->first_note);
+		free(c);
+	}
+	if (p->ct.buckets)
+		conn_table_free(&p->ct);
+	reel_reorder_free(&p->ro);
+	reel_pcapng__close(p->png);
+	reel_pcapw__close(p->pcw);
+	if (p->have_bpf)
+		pcap_freecode(&p->bpf);
+	if (p->dead)
+		pcap_close(p->dead);
+	reel_summary_free(p->sum);
+	if (p->comms)
+		for (int i = 0; i < p->o.ncomms; i++)
+			free(p->comms[i]);
+	free(p->comms);
+	free(p->pids);
+	free(p->ports);
+	free(p->files);
+	free(p->line);
+	free(p->pkt);
+	free(p);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internal to replay/: stream reassembly of one direction of a connection by
+ * stream position. Chunks at the expected position are delivered at once;
+ * chunks ahead are held (copied, bounded); chunks behind are trimmed or
+ * dropped as duplicates. Missing ranges become holes of known size: the
+ * uncaptured tail of a chunk (snaplen, length-only, fault) or a gap between
+ * chunks that no later chunk filled (declared when the hold bounds are hit,
+ * when the oldest held chunk is older than hold_ns, or on flush).
+ */
+#ifndef REEL_REASM_H
+#define REEL_REASM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "reel_abi.h"
+
+enum reasm_why {
+	REASM_HOLE_GAP = 1, /* bytes between chunks never arrived (LOST/DROP) */
+	REASM_HOLE_TRUNC,   /* chunk captured only in part (snaplen) */
+	REASM_HOLE_LENONLY, /* sendfile/splice: length only */
+	REASM_HOLE_FAULT,   /* user memory could not be read */
+	REASM_HOLE_CLOSE,   /* final position at close past the last byte seen */
+};
+
+/* One chunk as reassembly sees it. */
+struct reasm_chunk {
+	uint64_t pos;
+	uint32_t len; /* stream bytes covered */
+	uint32_t cap; /* captured bytes at data (the first cap of len) */
+	uint64_t ts;
+	const uint8_t *data;
+	uint32_t tid, cpu, flags;
+	uint16_t syscall, msg;
+	struct reel_endpoint peer; /* REEL_DATAF_HAS_PEER */
+};
+
+struct reasm_ops {
+	void (*data)(void *ctx, int dir, const struct reasm_chunk *c);
+	/* `next` is the chunk after the hole (NULL at close/flush). */
+	void (*hole)(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
+		     enum reasm_why why, const struct reasm_chunk *next);
+};
+
+struct reasm_seg;
+
+struct reasm {
+	uint64_t next; /* stream position expected next */
+	uint64_t last_ts;
+	struct reasm_seg *held; /* sorted by pos, non-overlapping starts */
+	uint64_t held_bytes;
+	uint32_t nheld;
+	uint64_t dup_bytes;  /* bytes dropped as already delivered */
+	uint64_t data_bytes; /* captured bytes delivered */
+	uint64_t hole_bytes;
+	uint32_t holes;
+};
+
+struct reasm_limits {
+	uint64_t max_bytes; /* held bytes per direction (default 4 MiB) */
+	uint32_t max_segs;
+	uint64_t hold_ns; /* a gap older than this is declared a hole */
+};
+
+void reasm_init(struct reasm *r);
+void reasm_free(struct reasm *r);
+/* Feeds one chunk; 0 or -ENOMEM (the chunk is then treated as lost: a gap). */
+int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *c,
+	       int dir, const struct reasm_ops *ops, void *ctx);
+/* Declares holes for every pending gap and delivers all held chunks. When
+ * final_pos > the position reached, a REASM_HOLE_CLOSE hole covers the rest. */
+void reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
+		 const struct reasm_ops *ops, void *ctx);
+/* Moves the expected position forward without a hole (bytes filtered out on
+ * purpose, e.g. before --from). Held chunks below it are trimmed. */
+void reasm_skip(struct reasm *r, uint64_t to_pos);
+
+#endif /* REEL_REASM_H */

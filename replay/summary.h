@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internal to replay/: the --summary sink. Counts per (protocol, server
+ * endpoint) and per protocol; latencies go into log-linear histograms (about
+ * 3% relative precision, exact max), so memory grows with the number of
+ * endpoints, never with the number of transactions.
+ */
+#ifndef REEL_SUMMARY_H
+#define REEL_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "l7.h"
+
+struct reel_summary;
+
+struct reel_summary_totals {
+	uint64_t records, events, bad_events, conns, txns, packets;
+	uint64_t payload_bytes, hole_bytes, holes;
+	uint64_t lost_samples, lost_records, dropped_records, dropped_bytes, drop_records;
+	uint64_t damaged_blocks, filtered, reorder_forced;
+	uint64_t first_real_ns, last_real_ns;
+};
+
+struct reel_summary *reel_summary_new(void);
+void reel_summary_free(struct reel_summary *s);
+/* A transaction towards `endpoint` (the server, as text). 0 or -ENOMEM. */
+int reel_summary_txn(struct reel_summary *s, const struct reel_txn *t, const char *endpoint);
+/* A connection ended. */
+int reel_summary_conn(struct reel_summary *s, enum reel_proto proto, const char *endpoint,
+		      uint64_t bytes_out, uint64_t bytes_in, uint32_t holes, uint64_t hole_bytes);
+/* Does `t` count as an error (protocol error flag, HTTP >= 500, DNS rcode,
+ * gRPC status != 0)? */
+int reel_txn_is_error(const struct reel_txn *t);
+void reel_summary_print(const struct reel_summary *s, const struct reel_summary_totals *tot,
+			FILE *f);
+
+#endif /* REEL_SUMMARY_H */
