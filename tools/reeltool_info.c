@@ -30,6 +30,10 @@ struct cpu_count {
 	uint64_t n;
 };
 
+/* Distinct CPU values counted one by one; a damaged or hostile file with more
+ * gets the rest counted together as "other" (and no quadratic insert). */
+#define MAX_CPUS 4096
+
 #define NREASONS 6 /* [0] = unknown reason, then enum reel_drop_reason */
 
 struct info_acc {
@@ -37,6 +41,7 @@ struct info_acc {
 	uint64_t by_type[REEL_REC_MAX_KNOWN + 1]; /* [0] = unknown types */
 	struct cpu_count *cpus;
 	size_t ncpus, cpucap;
+	uint64_t other_cpus; /* records of CPUs past MAX_CPUS distinct values */
 	uint64_t lost_records, lost_samples;
 	uint64_t drop_records; /* DROP records in the file */
 	uint64_t dropped_records, dropped_bytes;
@@ -67,6 +72,10 @@ static int count_cpu(struct info_acc *a, uint32_t cpu)
 			lo = mid + 1;
 		else
 			hi = mid;
+	}
+	if (a->ncpus >= MAX_CPUS) {
+		a->other_cpus++;
+		return 0;
 	}
 	if (a->ncpus == a->cpucap) {
 		size_t cap = a->cpucap ? a->cpucap * 2 : 16;
@@ -270,6 +279,8 @@ static void print_json(const char *path, const struct reel_header *h, const stru
 			printf("\"%u\":", a->cpus[i].cpu);
 		printf("%llu%s", (unsigned long long)a->cpus[i].n, i + 1 < a->ncpus ? "," : "");
 	}
+	if (a->other_cpus)
+		printf("%s\"other\":%llu", a->ncpus ? "," : "", (unsigned long long)a->other_cpus);
 	printf("},");
 	json_u64("lost_records", a->lost_records, true);
 	json_u64("lost_samples", a->lost_samples, true);
