@@ -175,6 +175,7 @@ int tool_create_output(struct tool_out *o, const char *out, bool force, const st
 		  .clock = h->clock, .block_bytes = block_bytes, .block_age_ms = block_age_ms);
 	const char *target = out;
 	struct stat st;
+	size_t len;
 	int i;
 
 	memset(o, 0, sizeof(*o));
@@ -197,11 +198,13 @@ int tool_create_output(struct tool_out *o, const char *out, bool force, const st
 			return -1;
 		}
 		/* -f: write beside it, rename over it when complete */
-		if (asprintf(&o->tmp, "%s.reeltool-%ld.tmp", out, (long)getpid()) < 0) {
-			o->tmp = NULL;
+		len = strlen(out) + 32;
+		o->tmp = malloc(len);
+		if (!o->tmp) {
 			tool_err("%s: out of memory", out);
 			return -1;
 		}
+		snprintf(o->tmp, len, "%s.reeltool-%ld.tmp", out, (long)getpid());
 		target = o->tmp;
 	}
 	o->w = reel_writer__open(target, &wo);
