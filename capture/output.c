@@ -23,7 +23,8 @@ struct out {
 	struct reel_writer *w;
 	struct reel_pipeline *pipe;
 	int file_seq;
-	int files; /* files written so far */
+	int files;	 /* files written so far */
+	char path[4096]; /* current file */
 	bool rotate_failed;
 	/* what the writer dropped since its last accepted record, mirrored into
 	 * the pipeline as a DROP record like the writer puts one in the file */
@@ -138,6 +139,7 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
 		return NULL;
 	}
 	out->files = 1;
+	snprintf(out->path, sizeof(out->path), "%s", o->out_path);
 	if (o->print) {
 #ifdef REEL_HAVE_PIPELINE
 		struct reel_header h;
@@ -246,6 +248,7 @@ static int out_rotate(struct out *out)
 	}
 	out->file_seq++;
 	out->files++;
+	snprintf(out->path, sizeof(out->path), "%s", path);
 	return 0;
 }
 
@@ -274,8 +277,9 @@ int out_files(const struct out *out)
 	return out->files;
 }
 
-int out_close(struct out *out)
+int out_close(struct out *out, struct reel_writer_stats *final)
 {
+	struct stat st;
 	int err;
 
 	if (!out)
@@ -287,7 +291,16 @@ int out_close(struct out *out)
 		reel_pipeline__free(out->pipe);
 	}
 #endif
+	if (final) {
+		reel_writer__flush(out->w);
+		reel_writer__stats(out->w, final);
+	}
 	err = reel_writer__close(out->w);
+	/* the footer is written at close: count the file as it is now */
+	if (final && stat(out->path, &st) == 0 && (uint64_t)st.st_size >= final->file_bytes) {
+		final->total_file_bytes += st.st_size - final->file_bytes;
+		final->file_bytes = st.st_size;
+	}
 	free(out->abuf);
 	free(out);
 	return err;

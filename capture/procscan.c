@@ -19,6 +19,9 @@ struct proc_entry {
 	uint32_t pid, ppid, uid;
 	uint64_t start_ns;
 	char comm[16];
+	/* read at scan time, while reelcap may still read other users' /proc */
+	char *exe, *cmdline, *cgroup;
+	uint32_t exe_len, cmdline_len, cgroup_len;
 };
 
 /* Reads a whole small file; returns its length or -1. */
@@ -71,6 +74,42 @@ static int parse_stat(uint32_t pid, struct proc_entry *e)
 	return 0;
 }
 
+static ssize_t proc_cgroup(uint32_t pid, char *buf, size_t cap);
+
+static char *dup_bytes(const char *p, ssize_t len, uint32_t *out_len)
+{
+	char *d;
+
+	*out_len = 0;
+	if (len <= 0)
+		return NULL;
+	d = malloc(len + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, p, len);
+	d[len] = 0;
+	*out_len = len;
+	return d;
+}
+
+static void read_strings(struct proc_entry *e)
+{
+	static char buf[8192];
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", e->pid);
+	n = readlink(path, buf, sizeof(buf));
+	e->exe = dup_bytes(buf, n, &e->exe_len);
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", e->pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n > 0 && buf[n - 1] == 0)
+		n--;
+	e->cmdline = dup_bytes(buf, n, &e->cmdline_len);
+	n = proc_cgroup(e->pid, buf, sizeof(buf));
+	e->cgroup = dup_bytes(buf, n, &e->cgroup_len);
+}
+
 int procscan_read(struct proc_scan *ps)
 {
 	DIR *d = opendir("/proc");
@@ -99,6 +138,7 @@ int procscan_read(struct proc_scan *ps)
 			}
 			ps->v = nv;
 		}
+		read_strings(&e);
 		ps->v[ps->n++] = e;
 	}
 	closedir(d);
@@ -176,12 +216,9 @@ static bool in_scope(const struct proc_entry *e, const struct cap_opts *o, const
 	if (o->has_comm && strncmp(e->comm, o->comm, 15) != 0)
 		return false;
 	if (o->cgroup_id) {
-		char cg[4096], *p;
+		const char *p = e->cgroup ? strstr(e->cgroup, "0::") : NULL;
 		uint64_t id;
 
-		if (proc_cgroup(e->pid, cg, sizeof(cg)) < 0)
-			return false;
-		p = strstr(cg, "0::");
 		if (!p || cgroup_id_of(p + 3, &id) || id != o->cgroup_id)
 			return false;
 	}
@@ -191,14 +228,12 @@ static bool in_scope(const struct proc_entry *e, const struct cap_opts *o, const
 int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const uint32_t *pids,
 		   int npids, struct out *out)
 {
-	static char exe[4096], cmdline[8192], cgroup[4096], rec[20000];
+	static char rec[20000];
 	int written = 0;
 
 	for (int i = 0; i < ps->n; i++) {
 		const struct proc_entry *e = &ps->v[i];
 		struct reel_proc p = {};
-		char path[64];
-		ssize_t exe_len, cmd_len, cg_len;
 		int len;
 
 		if (!in_scope(e, o, pids, npids))
@@ -209,21 +244,8 @@ int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const u
 		p.flags = REEL_PROCF_AT_START;
 		p.start_time_ns = e->start_ns;
 		memcpy(p.comm, e->comm, sizeof(p.comm));
-		snprintf(path, sizeof(path), "/proc/%u/exe", e->pid);
-		exe_len = readlink(path, exe, sizeof(exe));
-		if (exe_len < 0)
-			exe_len = 0;
-		snprintf(path, sizeof(path), "/proc/%u/cmdline", e->pid);
-		cmd_len = read_file(path, cmdline, sizeof(cmdline));
-		if (cmd_len < 0)
-			cmd_len = 0;
-		if (cmd_len > 0 && cmdline[cmd_len - 1] == 0)
-			cmd_len--;
-		cg_len = proc_cgroup(e->pid, cgroup, sizeof(cgroup));
-		if (cg_len < 0)
-			cg_len = 0;
-		len = reel_proc_encode(rec, sizeof(rec), &p, exe, exe_len, cmdline, cmd_len, cgroup,
-				       cg_len);
+		len = reel_proc_encode(rec, sizeof(rec), &p, e->exe, e->exe_len, e->cmdline,
+				       e->cmdline_len, e->cgroup, e->cgroup_len);
 		if (len < 0)
 			continue;
 		out_append(out, REEL_REC_PROC, REEL_CPU_NONE, mono_ns(), rec, len, NULL, 0);
@@ -234,6 +256,11 @@ int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const u
 
 void procscan_free(struct proc_scan *ps)
 {
+	for (int i = 0; i < ps->n; i++) {
+		free(ps->v[i].exe);
+		free(ps->v[i].cmdline);
+		free(ps->v[i].cgroup);
+	}
 	free(ps->v);
 	ps->v = NULL;
 	ps->n = 0;

@@ -33,7 +33,7 @@
 #define POLL_MS		100
 #define CLOCK_PERIOD_NS (60ull * 1000000000ull)
 #define STATS_PERIOD_NS (10ull * 1000000000ull)
-#define RING_PAGES_DEF	64
+#define RING_PAGES_DEF	256
 
 static volatile sig_atomic_t stop_sig;
 static bool verbose;
@@ -407,14 +407,14 @@ static void human(double v, char *buf, size_t cap)
 	snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-static void stats_line(const char *prefix, struct drain *d, struct out *out, uint64_t t0)
+static void stats_line(const char *prefix, struct drain *d, const struct reel_writer_stats *wsp,
+		       int files, uint64_t t0)
 {
-	struct reel_writer_stats ws;
+	struct reel_writer_stats ws = *wsp;
 	uint64_t samples, bytes, lost, dropped;
 	char b1[32], b2[32];
 
 	drain_totals(d, &samples, &bytes, &lost, &dropped);
-	out_stats(out, &ws);
 	human(bytes, b1, sizeof(b1));
 	human(ws.total_file_bytes, b2, sizeof(b2));
 	fprintf(stderr,
@@ -424,8 +424,7 @@ static void stats_line(const char *prefix, struct drain *d, struct out *out, uin
 		prefix, (mono_ns() - t0) / 1e9, (unsigned long long)samples, b1,
 		(unsigned long long)lost,
 		(unsigned long long)(dropped > ws.dropped_records ? dropped : ws.dropped_records),
-		out_files(out), out_files(out) == 1 ? "" : "s", b2,
-		(unsigned long long)ws.total_file_bytes,
+		files, files == 1 ? "" : "s", b2, (unsigned long long)ws.total_file_bytes,
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
 }
 
@@ -462,6 +461,8 @@ int main(int argc, char **argv)
 	bool child_done = false;
 	uint64_t t0, last_all, last_clock, last_stats, last_line, keep_caps = 0;
 	uint64_t ks[5];
+	struct reel_writer_stats ws;
+	int files;
 	struct sigaction sa = {.sa_handler = on_signal};
 
 	if (!o)
@@ -617,7 +618,10 @@ int main(int argc, char **argv)
 			last_stats = now;
 		}
 		if (o->stats_s && now - last_line >= o->stats_s * 1e9) {
-			stats_line("", d, out, t0);
+			struct reel_writer_stats ws;
+
+			out_stats(out, &ws);
+			stats_line("", d, &ws, out_files(out), t0);
 			last_line = now;
 		}
 		if (o->duration_s && now - t0 >= o->duration_s * 1e9)
@@ -649,9 +653,10 @@ int main(int argc, char **argv)
 			"tracked, %llu outputs failed (ring full)\n",
 			(unsigned long long)ks[0], (unsigned long long)ks[1],
 			(unsigned long long)ks[2]);
-	stats_line("final: ", d, out, t0);
-	err = out_close(out);
+	files = out_files(out);
+	err = out_close(out, &ws);
 	out = NULL;
+	stats_line("final: ", d, &ws, files, t0);
 	if (err) {
 		fprintf(stderr, "reelcap: writing %s failed: %s (%d)\n", o->out_path,
 			reel_strerror(err), err);
@@ -664,7 +669,7 @@ int main(int argc, char **argv)
 out:
 	drain_free(d);
 	reel_trace__destroy(skel);
-	out_close(out);
+	out_close(out, NULL);
 	procscan_free(&ps);
 	if (out_fd >= 0)
 		close(out_fd);

@@ -62,8 +62,9 @@ int out_append(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const 
 int out_tick(struct out *out, uint64_t now);
 void out_stats(const struct out *out, struct reel_writer_stats *st);
 int out_files(const struct out *out);
-/* Finishes the pipeline and the file. Returns the writer's first error. */
-int out_close(struct out *out);
+/* Finishes the pipeline and the file; fills *final (if not NULL) with the
+ * writer's stats including the footer. Returns the writer's first error. */
+int out_close(struct out *out, struct reel_writer_stats *final);
 
 /* Creates path for writing as reelcap does: 0600, never through a symlink;
  * an existing regular file is replaced (like tcpdump -w). Returns fd or -errno. */
