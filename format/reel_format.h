@@ -234,6 +234,10 @@ struct reel_writer_opts {
 	uint32_t file_seq;
 	/* Clock pair for the header; both zero = read the clocks now. */
 	struct reel_clock clock;
+	/* Offline writers (merge, slice, recover, benchmarks): when the queue is
+	 * full, append waits for the compressor instead of dropping. Never set
+	 * this in a capture: it makes append block. */
+	bool wait_when_full;
 };
 #define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 

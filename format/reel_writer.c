@@ -512,7 +512,7 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	if (cur->len &&
 	    (cur->len + need > w->o.block_bytes ||
 	     (ts_ns > cur->first_ts && cur->first_ts && ts_ns - cur->first_ts >= w->age_ns))) {
-		err = queue_cur(w, false);
+		err = queue_cur(w, w->o.wait_when_full);
 		if (err)
 			return drop(w, PD_BEHIND, ts_ns, (uint32_t)len64, err);
 		err = load_err(&w->file_err); /* inline mode: that block may just have failed */
@@ -528,7 +528,7 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	w->records++;
 	w->raw_bytes += REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64);
 	if (cur->len >= w->o.block_bytes)
-		(void)queue_cur(w, false); /* full queue: the next append retries */
+		(void)queue_cur(w, w->o.wait_when_full); /* full: the next append retries */
 	return 0;
 }
 

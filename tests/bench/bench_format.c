@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * bench_format: reel writer and reader throughput against libzstd and the zstd
+ * CLI on the same bytes, measured in the same run (ratios, not absolutes).
+ *
+ * The stream imitates a socket capture: 4 CPUs, increasing timestamps, most
+ * records 100-300 byte binary events with a short text snippet, about one in
+ * twenty a 1-32 KiB HTTP/JSON-like payload.
+ *
+ *   bench_format [raw MiB (default 256)] [level (default 1)]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "reel_format.h"
+
+struct rec {
+	uint32_t cpu, len;
+	uint64_t ts;
+	size_t off; /* payload offset in the payload arena */
+};
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 11);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *const words[] = {
+	"user",	    "id",      "name",	   "status", "active", "items",	  "price",  "count",
+	"created",  "updated", "session",  "token",  "value",  "error",	  "ok",	    "true",
+	"false",    "null",    "orders",   "cart",   "email",  "example", "region", "eu-west-1",
+	"customer", "total",   "currency", "EUR",    "USD",    "page",	  "limit",  "offset",
+};
+
+static size_t http_payload(char *p, size_t len, uint32_t seq)
+{
+	static const char *const paths[] = {"/api/v1/orders", "/api/v1/users", "/static/app.js",
+					    "/cart/checkout", "/healthz"};
+	size_t o;
+
+	if (rnd() % 2)
+		o = (size_t)snprintf(p, len,
+				     "GET %s?page=%u HTTP/1.1\r\nHost: shop.example.com\r\n"
+				     "User-Agent: curl/8.5.0\r\nAccept: application/json\r\n"
+				     "X-Request-Id: %08x-%04x\r\nCookie: session=%08x%08x\r\n\r\n",
+				     paths[rnd() % 5], seq % 50, rnd(), seq & 0xffff, rnd(), rnd());
+	else
+		o = (size_t)snprintf(
+			p, len,
+			"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			"Content-Length: %zu\r\nDate: Sat, 21 Nov 2026 12:%02u:%02u GMT\r\n"
+			"Server: nginx/1.22.1\r\nConnection: keep-alive\r\n\r\n{\"items\":[",
+			len, seq / 60 % 60, seq % 60);
+	while (o + 48 < len) {
+		o += (size_t)snprintf(p + o, len - o, "{\"%s\":\"%s\",\"%s\":%u},",
+				      words[rnd() % 32], words[rnd() % 32], words[rnd() % 32],
+				      rnd() % 100000);
+	}
+	while (o < len)
+		p[o++] = ' ';
+	return len;
+}
+
+static size_t event_payload(uint8_t *p, size_t len, uint32_t seq, uint32_t cpu)
+{
+	static const char *const snips[] = {
+		"*3\r\n$3\r\nSET\r\n$8\r\nkey:", "GET /healthz HTTP/1.1\r\n", "+OK\r\n",
+		"HTTP/1.1 304 Not Modified\r\n", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"};
+	uint32_t hdr[12] = {1,	 1,	  4000 + seq % 37, 4000 + seq % 37 + cpu, 7 + seq % 5,
+			    seq, seq / 3, (uint32_t)len,   2 + seq % 2,		  rnd() % 65536,
+			    0,	 seq % 3};
+	const char *s = snips[seq % 5];
+	size_t o = sizeof(hdr), sl = strlen(s);
+
+	memcpy(p, hdr, sizeof(hdr));
+	while (o < len) {
+		size_t n = len - o < sl ? len - o : sl;
+
+		memcpy(p + o, s, n);
+		o += n;
+		if (o < len)
+			p[o++] = (uint8_t)('0' + rnd() % 10);
+	}
+	return len;
+}
+
+static double zstd_chunks(const uint8_t *raw, size_t len, int level, size_t *out_bytes)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	size_t cap = ZSTD_compressBound(1 << 20), tot = 0;
+	uint8_t *dst = malloc(cap);
+	double t0 = now();
+
+	for (size_t o = 0; o < len; o += 1 << 20) {
+		size_t n = len - o < (1u << 20) ? len - o : 1u << 20;
+		size_t r = ZSTD_compressCCtx(c, dst, cap, raw + o, n, level);
+
+		if (ZSTD_isError(r)) {
+			fprintf(stderr, "zstd: %s\n", ZSTD_getErrorName(r));
+			exit(1);
+		}
+		tot += r;
+	}
+	t0 = now() - t0;
+	free(dst);
+	ZSTD_freeCCtx(c);
+	*out_bytes = tot;
+	return t0;
+}
+
+static double zstd_cli(const char *raw_path, int level, size_t *out_bytes)
+{
+	char cmd[512], out[300];
+	struct stat st;
+	double t;
+
+	snprintf(out, sizeof(out), "%s.zst", raw_path);
+	snprintf(cmd, sizeof(cmd), "zstd -q -f -T1 -%d '%s' -o '%s'", level, raw_path, out);
+	t = now();
+	if (system(cmd))
+		return -1;
+	t = now() - t;
+	*out_bytes = stat(out, &st) ? 0 : (size_t)st.st_size;
+	unlink(out);
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	size_t target = (argc > 1 ? strtoull(argv[1], NULL, 0) : 256) << 20;
+	int level = argc > 2 ? atoi(argv[2]) : 1;
+	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	char path[256], raw_path[256];
+	size_t nrec = 0, cap_rec = 1 << 20, arena_len = 0, raw_len = 0, zb1, zb3, cb;
+	struct rec *recs = malloc(cap_rec * sizeof(*recs));
+	uint8_t *arena = malloc(target + (64 << 10)), *raw;
+	uint64_t ts = 1000000000ull, nread = 0, rbytes = 0;
+	struct reel_writer_stats ws;
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+	double tw, tz1, tz3, tr, tc1 = -1, tc3 = -1;
+	int rc;
+
+	if (!recs || !arena)
+		return 1;
+	snprintf(path, sizeof(path), "%s/bench_format.%d.reel", dir, (int)getpid());
+	snprintf(raw_path, sizeof(raw_path), "%s/bench_format.%d.raw", dir, (int)getpid());
+
+	/* the stream */
+	while (raw_len < target) {
+		struct rec *x;
+		size_t len;
+		uint32_t seq = (uint32_t)nrec;
+
+		if (nrec == cap_rec) {
+			cap_rec *= 2;
+			recs = realloc(recs, cap_rec * sizeof(*recs));
+			if (!recs)
+				return 1;
+		}
+		x = &recs[nrec];
+		x->cpu = rnd() % 4;
+		ts += 200 + rnd() % 2000;
+		x->ts = ts;
+		x->off = arena_len;
+		if (rnd() % 20 == 0) {
+			len = 1024 + rnd() % (31 * 1024);
+			if (arena_len + len > target + (64 << 10))
+				break;
+			len = http_payload((char *)arena + arena_len, len, seq);
+		} else {
+			len = 100 + rnd() % 201;
+			if (arena_len + len > target + (64 << 10))
+				break;
+			len = event_payload(arena + arena_len, len, seq, x->cpu);
+		}
+		x->len = (uint32_t)len;
+		arena_len += len;
+		raw_len += REEL_REC_HDR_SIZE + ((len + 7) & ~(size_t)7);
+		nrec++;
+	}
+	/* the same stream as raw record bytes, for the references */
+	raw = calloc(1, raw_len);
+	{
+		size_t o = 0;
+
+		for (size_t i = 0; i < nrec; i++) {
+			struct reel_rec_hdr h = {.type = REEL_REC_SAMPLE,
+						 .length = recs[i].len,
+						 .cpu = recs[i].cpu,
+						 .ts_ns = recs[i].ts};
+
+			memcpy(raw + o, &h, sizeof(h));
+			memcpy(raw + o + sizeof(h), arena + recs[i].off, recs[i].len);
+			o += sizeof(h) + ((recs[i].len + 7) & ~7u);
+		}
+	}
+	printf("stream: %zu records, %.1f MiB raw (payloads %.1f MiB), level %d, files in %s\n",
+	       nrec, raw_len / 1048576.0, arena_len / 1048576.0, level, dir);
+
+	/* writer: caller appends, one background thread compresses and writes */
+	{
+		REEL_OPTS(reel_writer_opts, o, .level = level, .wait_when_full = true,
+			  .fsync = REEL_FSYNC_NONE, .allow_overwrite = true);
+
+		tw = now();
+		w = reel_writer__open(path, &o);
+		if (!w) {
+			perror(path);
+			return 1;
+		}
+		for (size_t i = 0; i < nrec; i++)
+			if (reel_writer__append(w, REEL_REC_SAMPLE, 0, recs[i].cpu, recs[i].ts,
+						arena + recs[i].off, recs[i].len)) {
+				fprintf(stderr, "append failed\n");
+				return 1;
+			}
+		reel_writer__stats(w, &ws);
+		if (reel_writer__close(w)) {
+			fprintf(stderr, "close failed\n");
+			return 1;
+		}
+		tw = now() - tw;
+	}
+	{
+		struct stat st;
+
+		stat(path, &st);
+		ws.file_bytes = (uint64_t)st.st_size;
+	}
+	/* references */
+	tz1 = zstd_chunks(raw, raw_len, 1, &zb1);
+	tz3 = zstd_chunks(raw, raw_len, 3, &zb3);
+	{
+		int fd = open(raw_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		size_t cb1 = 0, cb3 = 0;
+
+		if (fd >= 0 && write(fd, raw, raw_len) == (ssize_t)raw_len && !close(fd) &&
+		    system("zstd --version >/dev/null 2>&1") == 0) {
+			tc1 = zstd_cli(raw_path, 1, &cb1);
+			tc3 = zstd_cli(raw_path, 3, &cb3);
+		}
+		unlink(raw_path);
+		cb = cb1;
+		(void)cb3;
+	}
+
+#define MBS(t) (raw_len / 1e6 / (t))
+	printf("\nwriter (level %d, 1 compression thread):  %8.1f MB/s  ratio %.2f  (%.1f MiB "
+	       "file)\n",
+	       level, MBS(tw), (double)raw_len / (double)ws.file_bytes, ws.file_bytes / 1048576.0);
+	printf("libzstd level 1, 1 MiB chunks:           %8.1f MB/s  ratio %.2f\n", MBS(tz1),
+	       (double)raw_len / (double)zb1);
+	printf("libzstd level 3, 1 MiB chunks:           %8.1f MB/s  ratio %.2f\n", MBS(tz3),
+	       (double)raw_len / (double)zb3);
+	if (tc1 > 0)
+		printf("zstd -1 -T1 CLI (file to file):          %8.1f MB/s  ratio %.2f\n",
+		       MBS(tc1), (double)raw_len / (double)cb);
+	if (tc3 > 0)
+		printf("zstd -3 -T1 CLI (file to file):          %8.1f MB/s\n", MBS(tc3));
+	{
+		double ref_t = level >= 3 ? tz3 : tz1;
+		size_t ref_b = level >= 3 ? zb3 : zb1;
+
+		printf("\nRATIO writer speed / libzstd -%d speed:   %.2f   (target >= 0.80)\n",
+		       level >= 3 ? 3 : 1, ref_t / tw);
+		printf("RATIO writer ratio / libzstd -%d ratio:   %.2f   (target >= 0.90)\n",
+		       level >= 3 ? 3 : 1, (double)ref_b / (double)ws.file_bytes);
+		if (tc1 > 0 && level < 3)
+			printf("RATIO writer speed / zstd -1 CLI speed:  %.2f\n", tc1 / tw);
+	}
+
+	/* reader: one core, mmap, every record */
+	r = reel_reader__open(path, NULL);
+	if (!r) {
+		perror(path);
+		return 1;
+	}
+	/* warm the page cache so the figure is the decoder's */
+	while (reel_reader__next(r, &rec) > 0)
+		;
+	reel_reader__rewind(r);
+	tr = now();
+	while ((rc = reel_reader__next(r, &rec)) != 0) {
+		if (rc < 0) {
+			fprintf(stderr, "read error: %s\n", reel_reader__errmsg(r));
+			return 1;
+		}
+		nread++;
+		rbytes += REEL_REC_HDR_SIZE + ((rec.len + 7) & ~7u);
+	}
+	tr = now() - tr;
+	/* reference: libzstd decompressing the same frames into one buffer, nothing else */
+	{
+		const struct reel_block_info *bi;
+		int nb = reel_reader__blocks(r, &bi);
+		int fd = open(path, O_RDONLY);
+		struct stat st;
+		uint8_t *file, *dst = malloc(64 << 20);
+		ZSTD_DCtx *d = ZSTD_createDCtx();
+		size_t tot = 0;
+
+		fstat(fd, &st);
+		file = malloc((size_t)st.st_size);
+		if (read(fd, file, (size_t)st.st_size) != st.st_size)
+			return 1;
+		close(fd);
+		tz1 = now();
+		for (int i = 0; i < nb; i++)
+			tot += ZSTD_decompressDCtx(d, dst, 64 << 20, file + bi[i].offset,
+						   bi[i].comp_size);
+		tz1 = now() - tz1;
+		printf("\nlibzstd decompress of the same frames:    %.2f GB/s (%zu bytes)",
+		       tot / 1e9 / tz1, tot);
+		ZSTD_freeDCtx(d);
+		free(dst);
+		free(file);
+	}
+	reel_reader__close(r);
+	printf("\nreader: %llu records, %.2f GB/s raw record bytes, %.1f M records/s (target >= 1 "
+	       "GB/s)\n",
+	       (unsigned long long)nread, rbytes / 1e9 / tr, nread / 1e6 / tr);
+	printf("RATIO reader speed / libzstd decompress:  %.2f\n", tz1 / tr);
+	if (nread != nrec || rbytes != raw_len) {
+		fprintf(stderr, "reader saw %llu records, wrote %zu\n", (unsigned long long)nread,
+			nrec);
+		return 1;
+	}
+	unlink(path);
+	free(raw);
+	free(arena);
+	free(recs);
+	return 0;
+}
