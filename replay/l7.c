@@ -18,6 +18,7 @@
 const struct reel_l7_parser *const reel_l7_parsers[] = {
 	&reel_l7_http2,
 	&reel_l7_http1,
+	&reel_l7_dns,
 	NULL,
 };
 
@@ -112,6 +113,9 @@ static void push_mark(struct l7_stream *s, uint64_t pos, uint64_t ts)
 		memmove(s->marks, s->marks + keep, (s->nmarks - keep) * sizeof(s->marks[0]));
 		s->nmarks -= keep;
 	}
+	/* Same time as the previous chunk: that mark covers this one too. */
+	if (s->nmarks && s->marks[s->nmarks - 1].ts == ts && s->marks[s->nmarks - 1].pos <= pos)
+		return;
 	if (s->nmarks == L7_MARKS) {
 		/* Very fragmented unit: forget an intermediate chunk's time. */
 		memmove(s->marks + 1, s->marks + 2, (L7_MARKS - 2) * sizeof(s->marks[0]));

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * DNS parser: over UDP (each data() call is one datagram) and over TCP
+ * (2-byte length prefix). Queries wait in a small table until the response
+ * with the same id (and question name) arrives; the transaction carries the
+ * qtype (method), qname (target), rcode (status) and the first answers.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "l7_internal.h"
+
+#define DNS_PENDING	32
+#define DNS_HDR		12
+#define DNS_MAX_JUMPS	32
+#define DNS_MAX_ANSWERS 16 /* answer records looked at per response */
+
+enum { NO = 0, YES = 1, MORE = 2 };
+
+enum dns_state {
+	DNS_MSG,    /* at a length prefix */
+	DNS_SKIP,   /* rest of a message cut by a hole */
+	DNS_RESYNC, /* look for a plausible length prefix + header */
+};
+
+struct dns_pending {
+	bool used;
+	uint16_t id;
+	uint64_t seq;
+	struct reel_txn t;
+};
+
+struct dns_dir {
+	struct l7_stream s;
+	enum dns_state state;
+	uint64_t remain;
+	uint64_t last_ts;
+	bool holed; /* datagram mode: something was lost in this direction */
+};
+
+struct dns_conn {
+	bool datagram;
+	struct dns_dir d[2];
+	struct dns_pending q[DNS_PENDING];
+	uint64_t seq;
+	const struct reel_l7_emit *emit;
+};
+
+struct dns_msg {
+	uint16_t id, flags, qd, an, ns, ar;
+	bool has_q;
+	uint16_t qtype, qclass;
+	size_t q_end; /* offset after the question */
+	char qname[REEL_TXN_TEXT_MAX];
+};
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/*
+ * Decodes the name at `off` of msg[0, n) into text. Compression pointers are
+ * followed at most DNS_MAX_JUMPS times; labels are at most 63 bytes and the
+ * name at most 255 (wire form). *next is the offset after the name where it
+ * started. False if malformed or cut.
+ */
+static bool read_name(const uint8_t *msg, size_t n, size_t off, char *out, size_t outsz,
+		      size_t *next)
+{
+	size_t wire = 0;
+	int jumps = 0;
+	bool jumped = false;
+
+	if (outsz)
+		out[0] = '\0';
+	for (;;) {
+		uint8_t l;
+
+		if (off >= n)
+			return false;
+		l = msg[off];
+		if ((l & 0xc0) == 0xc0) {
+			size_t to;
+
+			if (off + 1 >= n || ++jumps > DNS_MAX_JUMPS)
+				return false;
+			to = (size_t)(l & 0x3f) << 8 | msg[off + 1];
+			if (!jumped && next)
+				*next = off + 2;
+			jumped = true;
+			if (to >= n)
+				return false;
+			off = to;
+			continue;
+		}
+		if (l & 0xc0)
+			return false; /* 0x40 / 0x80: extended label types */
+		if (!l) {
+			if (!jumped && next)
+				*next = off + 1;
+			if (outsz && !out[0])
+				l7_copy_text(out, outsz, ".", 1);
+			return true;
+		}
+		wire += 1u + l;
+		if (wire > 255 || off + 1 + l > n)
+			return false;
+		if (outsz) {
+			if (out[0])
+				l7_append_text(out, outsz, ".", 1);
+			l7_append_text(out, outsz, msg + off + 1, l);
+		}
+		off += 1u + l;
+	}
+}
+
+static bool parse_header(const uint8_t *p, size_t n, struct dns_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (n < DNS_HDR)
+		return false;
+	m->id = rd16(p);
+	m->flags = rd16(p + 2);
+	m->qd = rd16(p + 4);
+	m->an = rd16(p + 6);
+	m->ns = rd16(p + 8);
+	m->ar = rd16(p + 10);
+	m->q_end = DNS_HDR;
+	if (m->qd >= 1 && read_name(p, n, DNS_HDR, m->qname, sizeof(m->qname), &m->q_end) &&
+	    m->q_end + 4 <= n) {
+		m->qtype = rd16(p + m->q_end);
+		m->qclass = rd16(p + m->q_end + 2);
+		m->q_end += 4;
+		m->has_q = true;
+	}
+	return true;
+}
+
+static bool is_response(const struct dns_msg *m)
+{
+	return m->flags & 0x8000;
+}
+
+static unsigned opcode(const struct dns_msg *m)
+{
+	return (m->flags >> 11) & 0xf;
+}
+
+static const char *type_name(uint16_t t, char *buf, size_t sz)
+{
+	static const struct {
+		uint16_t t;
+		const char *n;
+	} names[] = {
+		{1, "A"},      {2, "NS"},     {5, "CNAME"},  {6, "SOA"},     {12, "PTR"},
+		{15, "MX"},    {16, "TXT"},   {28, "AAAA"},  {33, "SRV"},    {35, "NAPTR"},
+		{41, "OPT"},   {43, "DS"},    {46, "RRSIG"}, {48, "DNSKEY"}, {64, "SVCB"},
+		{65, "HTTPS"}, {252, "AXFR"}, {255, "ANY"},  {257, "CAA"},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].t == t)
+			return names[i].n;
+	snprintf(buf, sz, "TYPE%u", t);
+	return buf;
+}
+
+static const char *rcode_name(unsigned rc)
+{
+	static const char *const names[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN",
+					    "NOTIMP",  "REFUSED", "YXDOMAIN", "YXRRSET",
+					    "NXRRSET", "NOTAUTH", "NOTZONE"};
+
+	return rc < sizeof(names) / sizeof(names[0]) ? names[rc] : "RCODE";
+}
+
+/* "an=2 CNAME x.test A 192.0.2.1 ...": the first answers, as far as they fit. */
+static void describe_answers(const uint8_t *p, size_t n, const struct dns_msg *m, char *out,
+			     size_t outsz)
+{
+	size_t off = m->q_end;
+	unsigned rc = m->flags & 0xf;
+
+	if (rc)
+		l7_appendf(out, outsz, "%s ", rcode_name(rc));
+	if (m->flags & 0x0200)
+		l7_appendf(out, outsz, "tc ");
+	l7_appendf(out, outsz, "an=%u", m->an);
+	if (!m->has_q && m->qd)
+		return;
+	/* Skip further questions (rare). */
+	for (unsigned i = 1; i < m->qd && i < 8; i++)
+		if (!read_name(p, n, off, NULL, 0, &off) || (off += 4) > n)
+			return;
+	for (unsigned i = 0; i < m->an && i < DNS_MAX_ANSWERS; i++) {
+		uint16_t type, rdlen;
+		const uint8_t *rd;
+		char tbuf[16], text[REEL_TXN_TEXT_MAX];
+
+		if (!read_name(p, n, off, NULL, 0, &off) || off + 10 > n)
+			return;
+		type = rd16(p + off);
+		rdlen = rd16(p + off + 8);
+		off += 10;
+		if (off + rdlen > n)
+			return;
+		rd = p + off;
+		text[0] = '\0';
+		if (type == 1 && rdlen == 4) {
+			snprintf(text, sizeof(text), "%u.%u.%u.%u", rd[0], rd[1], rd[2], rd[3]);
+		} else if (type == 28 && rdlen == 16) {
+			if (!inet_ntop(AF_INET6, rd, text, sizeof(text)))
+				text[0] = '\0';
+		} else if (type == 5 || type == 2 || type == 12) {
+			if (!read_name(p, off + rdlen, off, text, sizeof(text), NULL))
+				l7_copy_text(text, sizeof(text), "?", 1);
+		}
+		l7_appendf(out, outsz, " %s%s%s", type_name(type, tbuf, sizeof(tbuf)),
+			   text[0] ? " " : "", text);
+		off += rdlen;
+	}
+}
+
+static void emit(struct dns_conn *c, struct reel_txn *t)
+{
+	if (c->emit && c->emit->txn)
+		c->emit->txn(c->emit->ctx, t);
+}
+
+static struct dns_pending *find_query(struct dns_conn *c, const struct dns_msg *m)
+{
+	struct dns_pending *by_id = NULL;
+
+	for (int i = 0; i < DNS_PENDING; i++) {
+		struct dns_pending *q = &c->q[i];
+
+		if (!q->used || q->id != m->id)
+			continue;
+		if (!m->has_q || !q->t.target[0] || !strcasecmp(q->t.target, m->qname))
+			return q;
+		if (!by_id)
+			by_id = q;
+	}
+	/* Same id, other name: only if the response has no question to compare. */
+	return m->has_q ? NULL : by_id;
+}
+
+static void flush_query(struct dns_conn *c, struct dns_pending *q)
+{
+	q->t.flags |= REEL_TXNF_NO_RESP;
+	emit(c, &q->t);
+	q->used = false;
+}
+
+static void set_question(struct reel_txn *t, const struct dns_msg *m)
+{
+	char tbuf[16];
+
+	t->stream_id = m->id;
+	if (!m->has_q)
+		return;
+	l7_copy_text(t->target, sizeof(t->target), m->qname, strlen(m->qname));
+	l7_copy_text(t->method, sizeof(t->method), type_name(m->qtype, tbuf, sizeof(tbuf)),
+		     strlen(type_name(m->qtype, tbuf, sizeof(tbuf))));
+}
+
+/*
+ * One message msg[0, n) (n may be short of `wire` when cut by a hole) whose
+ * first byte (or length prefix) is at `pos`; `flags` are hole flags to add.
+ */
+static void on_message(struct dns_conn *c, int dir, const uint8_t *msg, size_t n, uint64_t pos,
+		       uint64_t wire, uint64_t ts, uint64_t end_ts, uint32_t flags)
+{
+	struct dns_msg m;
+	struct dns_pending *q;
+
+	if (!parse_header(msg, n, &m))
+		return;
+	(void)dir;
+	if (!is_response(&m)) {
+		struct dns_pending *slot = NULL, *oldest = NULL;
+
+		for (int i = 0; i < DNS_PENDING; i++) {
+			if (!c->q[i].used) {
+				slot = &c->q[i];
+				break;
+			}
+			if (!oldest || c->q[i].seq < oldest->seq)
+				oldest = &c->q[i];
+		}
+		if (!slot) {
+			flush_query(c, oldest);
+			slot = oldest;
+		}
+		memset(slot, 0, sizeof(*slot));
+		slot->used = true;
+		slot->id = m.id;
+		slot->seq = c->seq++;
+		l7_txn_init(&slot->t, REEL_PROTO_DNS);
+		set_question(&slot->t, &m);
+		slot->t.flags |= flags;
+		slot->t.req_ts = ts;
+		slot->t.req_end_ts = end_ts;
+		slot->t.req_bytes = wire;
+		slot->t.req_stream_pos = pos;
+		return;
+	}
+	q = find_query(c, &m);
+	if (q)
+		q->used = false;
+	{
+		struct reel_txn t;
+		unsigned rc = m.flags & 0xf;
+
+		if (q) {
+			t = q->t;
+		} else {
+			l7_txn_init(&t, REEL_PROTO_DNS);
+			set_question(&t, &m);
+			t.flags |= REEL_TXNF_NO_REQ;
+			if (c->d[REEL_L7_REQ].holed)
+				t.flags |= REEL_TXNF_HOLE_REQ;
+		}
+		t.flags |= flags;
+		t.status = (int32_t)rc;
+		if (rc != 0 && rc != 3)
+			t.flags |= REEL_TXNF_ERROR;
+		t.resp_ts = ts;
+		t.resp_end_ts = end_ts;
+		t.resp_bytes = wire;
+		t.resp_stream_pos = pos;
+		describe_answers(msg, n, &m, t.detail, sizeof(t.detail));
+		emit(c, &t);
+	}
+}
+
+/* ---- TCP framing ---- */
+
+/* Plausibility of a length-prefixed message at p for resync and detection. */
+static int check_tcp_msg(const uint8_t *p, size_t n, int dir, size_t max)
+{
+	struct dns_msg m;
+	size_t l;
+
+	if (n < 2 + DNS_HDR)
+		return MORE;
+	l = rd16(p);
+	if (l < DNS_HDR)
+		return NO;
+	parse_header(p + 2, DNS_HDR, &m);
+	if (opcode(&m) != 0 || (m.flags & 0x0040) || m.qd != 1 ||
+	    is_response(&m) != (dir == REEL_L7_RESP) || (!is_response(&m) && m.an) || m.an > 1000)
+		return NO;
+	if (n < 2 + l)
+		return 2 + l > max ? NO : MORE;
+	parse_header(p + 2, l, &m);
+	return m.has_q ? YES : NO;
+}
+
+static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
+{
+	struct dns_conn *c = st;
+	struct dns_dir *d = &c->d[dir];
+	size_t l, k;
+
+	switch (d->state) {
+	case DNS_MSG:
+		if (n < 2)
+			return 0;
+		l = rd16(p);
+		if (l < DNS_HDR) {
+			d->state = DNS_RESYNC;
+			return 1;
+		}
+		if (n < 2 + l)
+			return 0;
+		on_message(c, dir, p + 2, l, d->s.pos, 2 + l, l7_stream_ts(&d->s, d->s.pos),
+			   l7_stream_ts(&d->s, d->s.pos + 1 + l), 0);
+		return 2 + l;
+	case DNS_SKIP:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		if (!d->remain)
+			d->state = DNS_MSG;
+		return k;
+	case DNS_RESYNC:
+		for (size_t i = 0; i < n; i++) {
+			switch (check_tcp_msg(p + i, n - i, dir, d->s.max)) {
+			case NO:
+				continue;
+			case MORE:
+				return i;
+			case YES:
+				d->state = DNS_MSG;
+				return i ? i : consume(st, dir, p, n);
+			}
+		}
+		return n;
+	}
+	return n;
+}
+
+/* ---- parser interface ---- */
+
+static void *dns_new(bool datagram)
+{
+	struct dns_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->datagram = datagram;
+	for (int i = 0; i < 2; i++)
+		l7_stream_init(&c->d[i].s, 2 + 65535);
+	return c;
+}
+
+static void dns_free(void *st)
+{
+	struct dns_conn *c = st;
+
+	if (!c)
+		return;
+	for (int i = 0; i < 2; i++)
+		l7_stream_free(&c->d[i].s);
+	free(c);
+}
+
+static void dns_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
+		     size_t len, const struct reel_l7_emit *emit_cb)
+{
+	struct dns_conn *c = st;
+
+	if (!c || (unsigned)dir > 1 || !len)
+		return;
+	c->emit = emit_cb;
+	c->d[dir].last_ts = ts;
+	if (c->datagram) {
+		on_message(c, dir, data, len, pos, len, ts, ts, 0);
+		return;
+	}
+	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
+}
+
+/* A hole of unknown content in the response direction: any pending query
+ * may have lost its response there. */
+static void flag_pending(struct dns_conn *c, int dir)
+{
+	if (dir != REEL_L7_RESP)
+		return;
+	for (int i = 0; i < DNS_PENDING; i++)
+		if (c->q[i].used)
+			c->q[i].t.flags |= REEL_TXNF_HOLE_RESP;
+}
+
+static void dns_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
+		     const struct reel_l7_emit *emit_cb)
+{
+	struct dns_conn *c = st;
+	struct dns_dir *d;
+	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
+
+	if (!c || (unsigned)dir > 1)
+		return;
+	d = &c->d[dir];
+	c->emit = emit_cb;
+	if (c->datagram) {
+		d->holed = true;
+		flag_pending(c, dir);
+		return;
+	}
+	if (d->state == DNS_SKIP) {
+		if (d->remain >= len) {
+			d->remain -= len;
+			if (!d->remain)
+				d->state = DNS_MSG;
+		} else {
+			d->state = DNS_RESYNC;
+		}
+	} else if (d->state == DNS_MSG && d->s.len >= 2) {
+		/* A message of known size: parse what came, skip the rest. */
+		const uint8_t *p = d->s.buf + d->s.off;
+		uint64_t l = rd16(p), have = d->s.len - 2;
+
+		if (l >= DNS_HDR)
+			on_message(c, dir, p + 2, (size_t)have, d->s.pos, 2 + l,
+				   l7_stream_ts(&d->s, d->s.pos), ts, flag);
+		if (l >= DNS_HDR && have + len <= l) {
+			d->remain = l - have - len;
+			d->state = d->remain ? DNS_SKIP : DNS_MSG;
+		} else {
+			d->state = DNS_RESYNC;
+		}
+	} else if (d->state == DNS_MSG && (d->s.len || len)) {
+		d->state = DNS_RESYNC;
+	}
+	if (d->state == DNS_RESYNC)
+		flag_pending(c, dir);
+	l7_stream_hole(&d->s, ts, pos, len);
+}
+
+static void dns_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
+{
+	struct dns_conn *c = st;
+
+	(void)ts;
+	if (!c)
+		return;
+	c->emit = emit_cb;
+	for (;;) {
+		struct dns_pending *oldest = NULL;
+
+		for (int i = 0; i < DNS_PENDING; i++)
+			if (c->q[i].used && (!oldest || c->q[i].seq < oldest->seq))
+				oldest = &c->q[i];
+		if (!oldest)
+			break;
+		flush_query(c, oldest);
+	}
+}
+
+static int dns_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port, int l4)
+{
+	bool well_known = port == 53 || port == 5353 || port == 5355;
+	struct dns_msg m;
+	int score = 0;
+
+	if (!data || len < 2)
+		return 0;
+	if (l4 != 17 && l4 != 254) {
+		/* Stream: length prefix. */
+		switch (check_tcp_msg(data, len, dir, 2 + 65535)) {
+		case YES:
+			score = 60;
+			break;
+		case MORE:
+			score = len >= 2 + DNS_HDR ? 45 : 20;
+			break;
+		default:
+			return 0;
+		}
+		return well_known ? score + 30 : score;
+	}
+	if (!parse_header(data, len, &m) || opcode(&m) > 5 || m.qd != 1 || !m.has_q ||
+	    is_response(&m) != (dir == REEL_L7_RESP))
+		return 0;
+	score = (m.qclass == 1 || m.qclass == 255 || (m.qclass & 0x7fff) == 1) ? 60 : 45;
+	return well_known ? score + 30 : score;
+}
+
+const struct reel_l7_parser reel_l7_dns = {
+	.proto = REEL_PROTO_DNS,
+	.name = "dns",
+	.detect = dns_detect,
+	.new_state = dns_new,
+	.free_state = dns_free,
+	.data = dns_data,
+	.hole = dns_hole,
+	.close = dns_close,
+};
