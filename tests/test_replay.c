@@ -1,0 +1,1127 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The replay pipeline on synthetic event streams built in memory: event
+ * decoding against garbage, reassembly (out of order, duplicates, holes),
+ * pcapng read back with libpcap (packet counts, sequence numbers, payload
+ * bytes) and, when tshark is installed, tshark's own reassembly of the same
+ * file compared byte for byte; live vs file order, hole accounting and
+ * recovery, filters, pcap, Unix sockets, and reelplay end to end.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pcap/pcap.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "event.h"
+#include "pipeline.h"
+#include "reasm.h"
+#include "test_replay_util.h"
+
+#define REELPLAY REEL_BINARY_DIR "/replay/reelplay"
+#define T0	 UINT64_C(5000000000)
+#define REAL0	 UINT64_C(1763726400000000000) /* 2025-11-21T12:00:00Z */
+
+static char tmpdir[256];
+
+static int silent(enum reel_print_level l, const char *f, va_list ap)
+{
+	(void)l;
+	(void)f;
+	(void)ap;
+	return 0;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+static char *path_in_tmp(const char *name)
+{
+	static char buf[16][512];
+	static int k;
+	char *b = buf[k++ & 15];
+
+	snprintf(b, 512, "%s/%s", tmpdir, name);
+	return b;
+}
+
+static bool have_tshark(void)
+{
+	return system("command -v tshark >/dev/null 2>&1") == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* decoding                                                            */
+
+static void test_decode_garbage(void **state)
+{
+	struct reel_ev_data d;
+	uint8_t buf[sizeof(d) + 64];
+	struct reel_record r = {.type = REEL_REC_SAMPLE, .cpu = 1, .ts_ns = 7, .data = buf};
+	struct reel_event ev;
+
+	(void)state;
+	memset(&d, 0, sizeof(d));
+	ts_hdr(&d.hdr, REEL_EV_DATA, sizeof(d) + 10, 7, 1);
+	d.len = 10;
+	d.cap_len = 10;
+	memcpy(buf, &d, sizeof(d));
+	memset(buf + sizeof(d), 'x', 64);
+
+	r.len = sizeof(d) + 10;
+	assert_int_equal(reel_event_decode(&r, &ev), 0);
+	assert_int_equal(ev.kind, REEL_EVENT_DATA);
+	assert_ptr_equal(ev.data.payload, buf + sizeof(d));
+
+	/* sample shorter than the event header */
+	r.len = 10;
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	/* hdr.size larger than the record */
+	r.len = sizeof(d) + 9;
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	assert_non_null(strstr(reel_event_errmsg(), "size"));
+	/* sample shorter than its struct */
+	r.len = sizeof(d) + 10;
+	((struct reel_ev_hdr *)buf)->size = 50;
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	((struct reel_ev_hdr *)buf)->size = sizeof(d) + 10;
+	/* cap_len past the payload */
+	d.cap_len = 11;
+	d.len = 20;
+	memcpy(buf, &d, sizeof(d));
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	assert_non_null(strstr(reel_event_errmsg(), "cap_len 11"));
+	/* cap_len > len */
+	d.cap_len = 10;
+	d.len = 5;
+	memcpy(buf, &d, sizeof(d));
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	/* unknown ABI version */
+	d.len = 10;
+	d.hdr.abi_version = 99;
+	memcpy(buf, &d, sizeof(d));
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	assert_non_null(strstr(reel_event_errmsg(), "ABI version 99"));
+	/* unknown kind: skipped, not an error */
+	d.hdr.abi_version = REEL_ABI_VERSION;
+	d.hdr.kind = 77;
+	memcpy(buf, &d, sizeof(d));
+	assert_int_equal(reel_event_decode(&r, &ev), 0);
+	assert_int_equal(ev.kind, REEL_EVENT_UNKNOWN);
+	/* unknown record type */
+	r.type = 99;
+	assert_int_equal(reel_event_decode(&r, &ev), 0);
+	assert_int_equal(ev.kind, REEL_EVENT_UNKNOWN);
+	/* LOST too short */
+	r.type = REEL_REC_LOST;
+	r.len = 8;
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+	/* STATS not a multiple */
+	r.type = REEL_REC_STATS;
+	r.len = 41;
+	assert_int_equal(reel_event_decode(&r, &ev), -EBADMSG);
+}
+
+static void test_format_text_json(void **state)
+{
+	struct tstream s = {.n = 0};
+	struct reel_event ev;
+	char big[1024], small[16];
+	int n, m;
+
+	(void)state;
+	ts_data(&s, 2, T0 + 1500000, 42, 7, 99, REEL_DIR_EGRESS, 10, "GET /\r\n\"x\"\x01", 11, 11,
+		REEL_DATAF_TLS, REEL_L4_TCP);
+	s.rec[0].file_idx = 0;
+	assert_int_equal(reel_event_decode(&s.rec[0], &ev), 0);
+	n = reel_event_format_text(&ev, T0, 64, big, sizeof(big));
+	assert_string_equal(big, "0.001500 cpu2 DATA       42/43 fd 7 ino 99 tcp write out pos 10 "
+				 "len 11 tls \"GET /\\r\\n\\\"x\\\"\\x01\"");
+	assert_int_equal(n, (int)strlen(big));
+	/* snprintf semantics: the full length is returned, the buffer is cut */
+	m = reel_event_format_text(&ev, T0, 64, small, sizeof(small));
+	assert_int_equal(m, n);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	n = reel_event_format_json(&ev, true, big, sizeof(big));
+	assert_int_equal(n, (int)strlen(big));
+	assert_non_null(strstr(big, "\"payload\":\"R0VUIC8NCiJ4IgE=\""));
+	assert_non_null(strstr(big, "\"flags\":[\"tls\"]"));
+	ts_free(&s);
+}
+
+/* ------------------------------------------------------------------ */
+/* reassembly                                                          */
+
+struct rs_out {
+	uint8_t bytes[1 << 20];
+	uint64_t next_pos;
+	int holes;
+	uint64_t hole_pos[16], hole_len[16];
+	int why[16];
+};
+
+static void rs_data(void *ctx, int dir, const struct reasm_chunk *c)
+{
+	struct rs_out *o = ctx;
+
+	(void)dir;
+	assert_int_equal(c->pos, o->next_pos);
+	assert_true(c->pos + c->cap <= sizeof(o->bytes));
+	memcpy(o->bytes + c->pos, c->data, c->cap);
+	o->next_pos = c->pos + c->cap;
+}
+
+static void rs_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len, enum reasm_why why,
+		    const struct reasm_chunk *next)
+{
+	struct rs_out *o = ctx;
+
+	(void)dir;
+	(void)ts;
+	(void)next;
+	assert_int_equal(pos, o->next_pos);
+	assert_true(o->holes < 16);
+	o->hole_pos[o->holes] = pos;
+	o->hole_len[o->holes] = len;
+	o->why[o->holes++] = why;
+	o->next_pos = pos + len;
+}
+
+static void test_reasm(void **state)
+{
+	static uint8_t src[200000];
+	static struct rs_out o;
+	const struct reasm_ops ops = {rs_data, rs_hole};
+	const struct reasm_limits lim = {4u << 20, 4096, 0};
+	struct reasm r;
+	struct reasm_chunk c = {0};
+	/* chunks: [0,1000) [1000,5000) [5000,9000) [9000,9500) [9500,20000) */
+	static const uint32_t cuts[][2] = {
+		{5000, 4000}, /* ahead: held */
+		{0, 1000},    /* in order */
+		{0, 1000},    /* duplicate */
+		{500, 1500},  /* overlap: trimmed to [1000,2000) */
+		{2000, 3000}, /* fills to 5000, releases the held one */
+		{9500, 10500} /* ahead of a gap that never fills */
+	};
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	fill(src, sizeof(src), 1);
+	reasm_init(&r);
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		c.pos = cuts[i][0];
+		c.len = c.cap = cuts[i][1];
+		c.data = src + c.pos;
+		c.ts = i;
+		assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	}
+	assert_int_equal(o.next_pos, 9000);
+	assert_int_equal(r.nheld, 1);
+	/* a truncated chunk later: captured 100 of 1000 */
+	c.pos = 20000;
+	c.len = 1000;
+	c.cap = 100;
+	c.flags = REEL_DATAF_TRUNCATED;
+	c.data = src + 20000;
+	assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	reasm_flush(&r, 100, 25000, 0, &ops, &o);
+	assert_int_equal(r.nheld, 0);
+	assert_int_equal(o.holes, 3);
+	assert_int_equal(o.hole_pos[0], 9000);
+	assert_int_equal(o.hole_len[0], 500);
+	assert_int_equal(o.why[0], REASM_HOLE_GAP);
+	assert_int_equal(o.hole_pos[1], 20100);
+	assert_int_equal(o.hole_len[1], 900);
+	assert_int_equal(o.why[1], REASM_HOLE_TRUNC);
+	assert_int_equal(o.hole_pos[2], 21000);
+	assert_int_equal(o.hole_len[2], 4000);
+	assert_int_equal(o.why[2], REASM_HOLE_CLOSE);
+	assert_memory_equal(o.bytes, src, 9000);
+	assert_memory_equal(o.bytes + 9500, src + 9500, 10500 + 100);
+	assert_int_equal(r.dup_bytes, 1000 + 500);
+	assert_int_equal(r.hole_bytes, 500 + 900 + 4000);
+	reasm_free(&r);
+}
+
+static void test_reasm_bounds(void **state)
+{
+	static uint8_t src[64];
+	static struct rs_out o;
+	const struct reasm_ops ops = {rs_data, rs_hole};
+	const struct reasm_limits lim = {100, 2, 1000};
+	struct reasm r;
+	struct reasm_chunk c = {0};
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	reasm_init(&r);
+	c.data = src;
+	/* three chunks ahead of a gap: the hold count bound (2) declares it */
+	for (int i = 0; i < 3; i++) {
+		c.pos = 100 + 10 * (uint64_t)i;
+		c.len = c.cap = 10;
+		c.ts = 1;
+		assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	}
+	assert_int_equal(o.holes, 1);
+	assert_int_equal(o.hole_len[0], 100);
+	assert_int_equal(o.next_pos, 130);
+	/* age bound: a gap older than hold_ns is declared when later data comes */
+	c.pos = 200;
+	c.ts = 10;
+	assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	assert_int_equal(o.holes, 1);
+	c.pos = 300;
+	c.ts = 5000;
+	assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	/* the gap before 200 was declared; the chunk at 300 is still fresh */
+	assert_int_equal(o.holes, 2);
+	assert_int_equal(o.next_pos, 210);
+	assert_int_equal(r.nheld, 1);
+	reasm_free(&r);
+}
+
+/* ------------------------------------------------------------------ */
+/* pcapng read back                                                    */
+
+struct flowdir {
+	uint8_t *bytes;
+	size_t cap;
+	uint32_t isn;
+	bool have_isn;
+	uint64_t max_end;
+	uint32_t seqs[4096];
+	int nseg;
+};
+
+struct readback {
+	int packets, syn, fin, rst, acks, data_pkts;
+	struct flowdir dir[2]; /* [0] from client port, [1] to it */
+	uint16_t client_port;
+	int comments_missing;
+};
+
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void readback(const char *path, uint16_t client_port, struct readback *rb)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *pc = pcap_open_offline(path, err);
+	struct pcap_pkthdr *h;
+	const u_char *pkt;
+
+	assert_non_null(pc);
+	assert_int_equal(pcap_datalink(pc), DLT_RAW);
+	rb->client_port = client_port;
+	while (pcap_next_ex(pc, &h, &pkt) == 1) {
+		size_t ihl, thl, plen;
+		const uint8_t *t;
+		uint32_t seq;
+		int d;
+		struct flowdir *fd;
+
+		rb->packets++;
+		assert_true(h->caplen >= 40);
+		assert_int_equal(pkt[0] >> 4, 4);
+		ihl = (pkt[0] & 15) * 4u;
+		assert_int_equal(be16(pkt + 2), h->caplen);
+		assert_int_equal(pkt[9], 6);
+		t = pkt + ihl;
+		thl = (t[12] >> 4) * 4u;
+		plen = h->caplen - ihl - thl;
+		d = be16(t) == client_port ? 0 : 1;
+		fd = &rb->dir[d];
+		seq = be32(t + 4);
+		if (t[13] & 0x02) {
+			rb->syn++;
+			fd->isn = seq;
+			fd->have_isn = true;
+		}
+		if (t[13] & 0x01)
+			rb->fin++;
+		if (t[13] & 0x04)
+			rb->rst++;
+		if (!plen) {
+			rb->acks++;
+			continue;
+		}
+		rb->data_pkts++;
+		assert_true(fd->have_isn);
+		{
+			uint64_t off = (uint32_t)(seq - fd->isn - 1);
+
+			assert_true(off + plen <= fd->cap);
+			memcpy(fd->bytes + off, t + thl, plen);
+			if (off + plen > fd->max_end)
+				fd->max_end = off + plen;
+			if (fd->nseg < 4096)
+				fd->seqs[fd->nseg++] = (uint32_t)off;
+		}
+	}
+	pcap_close(pc);
+}
+
+/* Runs tshark's TCP reassembly on stream 0 and returns one direction's bytes
+ * (dir 0: from the first node). Returns the byte count or -1. */
+static long tshark_follow(const char *pcapng, int dir, uint8_t *out, size_t cap)
+{
+	char cmd[1024], line[1 << 17];
+	FILE *f;
+	long n = 0;
+	bool in_body = false;
+
+	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -q -z follow,tcp,raw,0 2>/dev/null", pcapng);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+		int this_dir = 0;
+
+		if (!strncmp(line, "Node 1:", 7)) {
+			in_body = true;
+			continue;
+		}
+		if (!in_body || line[0] == '=')
+			continue;
+		if (*p == '\t') {
+			this_dir = 1;
+			p++;
+		}
+		if (this_dir != dir)
+			continue;
+		for (; p[0] && p[1] && p[0] != '\n'; p += 2) {
+			unsigned v;
+
+			if (sscanf(p, "%2x", &v) != 1 || (size_t)n >= cap)
+				break;
+			out[n++] = (uint8_t)v;
+		}
+	}
+	pclose(f);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* pipeline                                                            */
+
+struct run {
+	char *print, *json, *summary;
+	size_t print_len, json_len, summary_len;
+	struct reel_pipeline_stats st;
+};
+
+static void run_free(struct run *r)
+{
+	free(r->print);
+	free(r->json);
+	free(r->summary);
+	memset(r, 0, sizeof(*r));
+}
+
+static int run_pipeline(struct tstream *s, const int *order, struct reel_pipeline_opts *o,
+			struct run *r)
+{
+	FILE *pf = open_memstream(&r->print, &r->print_len);
+	FILE *jf = open_memstream(&r->json, &r->json_len);
+	FILE *sf = open_memstream(&r->summary, &r->summary_len);
+	struct reel_pipeline *p;
+	struct reel_header h;
+	int err;
+
+	assert_non_null(pf);
+	assert_non_null(jf);
+	assert_non_null(sf);
+	o->print = pf;
+	o->json = jf;
+	o->summary = sf;
+	p = reel_pipeline__new(o);
+	if (!p) {
+		err = -errno;
+		fclose(pf);
+		fclose(jf);
+		fclose(sf);
+		return err;
+	}
+	memset(&h, 0, sizeof(h));
+	h.clock.mono_ns = T0;
+	h.clock.real_ns = REAL0;
+	h.abi_version = REEL_ABI_VERSION;
+	reel_pipeline__set_header(p, 0, &h);
+	for (int i = 0; i < s->n; i++)
+		assert_int_equal(reel_pipeline__push(p, &s->rec[order ? order[i] : i]), 0);
+	err = reel_pipeline__finish(p);
+	reel_pipeline__stats(p, &r->st);
+	reel_pipeline__free(p);
+	fclose(pf);
+	fclose(jf);
+	fclose(sf);
+	return err;
+}
+
+#define REQ_BYTES  100000
+#define RESP_BYTES 150000
+
+/* One client connection: a 100000-byte upload and a 150000-byte download in
+ * chunks of up to 32 KiB, spread over 4 CPUs, delivered out of order within
+ * each CPU's drain order, with duplicates. */
+static void build_bulk(struct tstream *s, uint8_t *req, uint8_t *resp)
+{
+	uint64_t t = T0 + 1000;
+	uint32_t step[] = {32768, 1000, 7, 20000, 32768, 5000};
+	uint64_t pos;
+	int k = 0;
+
+	fill(req, REQ_BYTES, 7);
+	fill(resp, RESP_BYTES, 8);
+	ts_exec(s, 0, t++, 300, "bulkclient", "/usr/bin/bulkclient");
+	ts_open(s, 0, t++, 300, 9, 4242, 45000, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	for (pos = 0; pos < REQ_BYTES; k++) {
+		uint32_t n = step[k % 6];
+
+		if (pos + n > REQ_BYTES)
+			n = (uint32_t)(REQ_BYTES - pos);
+		ts_data(s, (uint32_t)k % 4, t += 1000, 300, 9, 4242, REEL_DIR_EGRESS, pos,
+			req + pos, n, n, 0, REEL_L4_TCP);
+		if (k % 5 == 2) /* a duplicate of the same chunk, on another CPU */
+			ts_data(s, (uint32_t)(k + 1) % 4, t += 10, 300, 9, 4242, REEL_DIR_EGRESS,
+				pos, req + pos, n, n, 0, REEL_L4_TCP);
+		pos += n;
+	}
+	for (pos = 0; pos < RESP_BYTES; k++) {
+		uint32_t n = step[(k + 3) % 6];
+
+		if (pos + n > RESP_BYTES)
+			n = (uint32_t)(RESP_BYTES - pos);
+		ts_data(s, (uint32_t)k % 4, t += 1000, 300, 9, 4242, REEL_DIR_INGRESS, pos,
+			resp + pos, n, n, 0, REEL_L4_TCP);
+		pos += n;
+	}
+	ts_close(s, 1, t + 1000, 300, 9, 4242, REQ_BYTES, RESP_BYTES);
+}
+
+/* A drain order: records of one CPU stay in order, CPUs interleave in
+ * batches (as a poll loop drains ring after ring). */
+static void drain_order(const struct tstream *s, int *order)
+{
+	int n = 0;
+
+	for (int round = 0; n < s->n; round++) {
+		for (uint32_t cpu = 0; cpu < 5; cpu++) {
+			/* each round takes up to 7 records per ring */
+			int taken = 0;
+
+			for (int i = 0; i < s->n && taken < 7; i++) {
+				uint32_t c = s->rec[i].cpu == REEL_CPU_NONE ? 4 : s->rec[i].cpu;
+				bool used = false;
+
+				if (c != (uint32_t)(cpu + (uint32_t)round) % 5)
+					continue;
+				for (int j = 0; j < n && !used; j++)
+					used = order[j] == i;
+				if (used)
+					continue;
+				order[n++] = i;
+				taken++;
+			}
+		}
+	}
+}
+
+static void test_pipeline_bulk_pcapng(void **state)
+{
+	static uint8_t req[REQ_BYTES], resp[RESP_BYTES], got[RESP_BYTES + 16];
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[REQ_BYTES + 64], b1[RESP_BYTES + 64];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("bulk.pcapng"));
+	struct run r = {0};
+	long n;
+
+	(void)state;
+	build_bulk(&s, req, resp);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(r.st.conns, 1);
+	assert_int_equal(r.st.hole_bytes, 0);
+
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("bulk.pcapng"), 45000, &rb);
+	assert_int_equal(rb.syn, 2);
+	assert_int_equal(rb.fin, 2);
+	assert_int_equal(rb.rst, 0);
+	assert_int_equal(rb.dir[0].max_end, REQ_BYTES);
+	assert_int_equal(rb.dir[1].max_end, RESP_BYTES);
+	assert_memory_equal(b0, req, REQ_BYTES);
+	assert_memory_equal(b1, resp, RESP_BYTES);
+	assert_int_equal((uint64_t)rb.packets, r.st.packets);
+	/* segments come in stream order: each starts where the previous ended */
+	for (int d = 0; d < 2; d++)
+		for (int i = 1; i < rb.dir[d].nseg; i++)
+			assert_true(rb.dir[d].seqs[i] > rb.dir[d].seqs[i - 1]);
+
+	if (!have_tshark()) {
+		print_message("tshark not installed: skipping the tshark cross-check\n");
+	} else {
+		n = tshark_follow(path_in_tmp("bulk.pcapng"), 0, got, sizeof(got));
+		assert_int_equal(n, REQ_BYTES);
+		assert_memory_equal(got, req, REQ_BYTES);
+		n = tshark_follow(path_in_tmp("bulk.pcapng"), 1, got, sizeof(got));
+		assert_int_equal(n, RESP_BYTES);
+		assert_memory_equal(got, resp, RESP_BYTES);
+		print_message("tshark follow: %d + %d bytes identical\n", REQ_BYTES, RESP_BYTES);
+	}
+	run_free(&r);
+	ts_free(&s);
+}
+
+static void test_live_order_equals_file_order(void **state)
+{
+	static uint8_t req[REQ_BYTES], resp[RESP_BYTES];
+	static struct tstream s;
+	static int order[TS_MAX_RECS];
+	REEL_OPTS(reel_pipeline_opts, o, .preview = 16);
+	struct run a = {0}, b = {0};
+
+	(void)state;
+	build_bulk(&s, req, resp);
+	drain_order(&s, order);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &a), 0);
+	assert_int_equal(run_pipeline(&s, order, &o, &b), 0);
+	assert_true(a.print_len > 1000);
+	assert_int_equal(a.print_len, b.print_len);
+	assert_memory_equal(a.print, b.print, a.print_len);
+	assert_int_equal(a.json_len, b.json_len);
+	assert_memory_equal(a.json, b.json, a.json_len);
+	run_free(&a);
+	run_free(&b);
+	ts_free(&s);
+}
+
+/* HTTP/1.1 keep-alive: five exchanges; the third response is lost (LOST on
+ * cpu 1), the fourth request truncated. */
+static void build_http_lossy(struct tstream *s)
+{
+	const char *req = "GET /item HTTP/1.1\r\nHost: example\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+	uint64_t t = T0 + 1000, pin = 0, pout = 0;
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	ts_clock(s, T0, REAL0);
+	ts_exec(s, 0, t++, 500, "curl", "/usr/bin/curl");
+	ts_open(s, 0, t++, 500, 3, 77, 40001, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	/* one syscall per millisecond: request i at i*2+1 ms, response at i*2+2 ms */
+	for (int i = 0; i < 5; i++) {
+		ts_data(s, 0, t += 1000000, 500, 3, 77, REEL_DIR_EGRESS, pout, req, rq,
+			i == 3 ? 10 : rq, 0, REEL_L4_TCP);
+		pout += rq;
+		if (i == 2)
+			ts_lost(s, 1, t += 1000000, 3);
+		else
+			ts_data(s, 1, t += 1000000, 500, 3, 77, REEL_DIR_INGRESS, pin, resp, rs, rs,
+				0, REEL_L4_TCP);
+		pin += rs;
+	}
+	ts_close(s, 0, t + 1000000, 500, 3, 77, pout, pin);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; p && (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_lossy_http(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("lossy.pcapng"));
+	struct run r = {0};
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *pc;
+	struct pcap_pkthdr *h;
+	const u_char *pkt;
+	int npk = 0;
+
+	(void)state;
+	build_http_lossy(&s);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(r.st.lost_samples, 3);
+	assert_int_equal(r.st.hole_bytes, 43 + 27);
+	assert_non_null(r.json);
+	/* five transactions; the 3rd (response lost) and 4th (request cut by the
+	 * snaplen) touched by a hole; the 4th still has its response, the 5th is
+	 * whole */
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 5);
+	assert_int_equal(count(r.json, "\"hole\":true"), 2);
+	assert_int_equal(count(r.json, "\"status\":200"), 4);
+	assert_int_equal(count(r.json, "\"flags\":[\"hole_resp\""), 1);
+	assert_int_equal(count(r.json, "\"flags\":[\"hole_req\""), 1);
+	assert_non_null(strstr(r.json, "\"type\":\"lost\",\"file\":0,\"cpu\":1,\"samples\":3"));
+	assert_non_null(strstr(r.json, "\"holes\":2,\"hole_bytes\":70"));
+	assert_non_null(strstr(r.json, "\"comm\":\"curl\""));
+	assert_non_null(strstr(r.summary, "LOST 3 samples"));
+	assert_non_null(strstr(r.print, "TXN        http1 500 curl 127.0.0.1:40001 -> "
+					"127.0.0.1:8080 GET /item status 200"));
+
+	/* the packet after the hole says why */
+	pc = pcap_open_offline(path_in_tmp("lossy.pcapng"), err);
+	assert_non_null(pc);
+	while (pcap_next_ex(pc, &h, &pkt) == 1)
+		npk++;
+	pcap_close(pc);
+	assert_int_equal((uint64_t)npk, r.st.packets);
+	if (have_tshark()) {
+		char cmd[1024], line[1024];
+		FILE *f;
+		int lost_marks = 0, comments = 0;
+
+		snprintf(cmd, sizeof(cmd),
+			 "tshark -r '%s' -Y 'tcp.analysis.lost_segment' -T fields -e "
+			 "frame.comment 2>/dev/null",
+			 path_in_tmp("lossy.pcapng"));
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			lost_marks++;
+			if (strstr(line, "43 bytes missing here") &&
+			    strstr(line, "LOST 3 samples on cpu 1"))
+				comments++;
+			if (strstr(line, "27 bytes missing here") && strstr(line, "snaplen"))
+				comments++;
+		}
+		pclose(f);
+		assert_int_equal(lost_marks, 2);
+		assert_int_equal(comments, 2);
+	}
+	run_free(&r);
+	ts_free(&s);
+}
+
+static void test_filters(void **state)
+{
+	static struct tstream s;
+	struct run r = {0};
+	uint32_t pid_other = 9, pid_curl = 500;
+	uint16_t port = 8080;
+	const char *comm = "curl";
+
+	(void)state;
+	build_http_lossy(&s);
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .pids = &pid_other, .npids = 1);
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 0);
+		assert_true(r.st.filtered > 0);
+		run_free(&r);
+	}
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .pids = &pid_curl, .npids = 1, .ports = &port,
+			  .nports = 1, .comms = &comm, .ncomms = 1,
+			  .proto_mask = 1u << REEL_PROTO_HTTP1, .conn = "500:3:77");
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 5);
+		run_free(&r);
+	}
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .proto_mask = 1u << REEL_PROTO_DNS);
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 0);
+		run_free(&r);
+	}
+	{
+		/* time: only the last exchange (it starts 9 ms in) */
+		REEL_OPTS(reel_pipeline_opts, o, .from_ns = REAL0 + 8500000);
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+		assert_int_equal(count(r.json, "\"hole\":true"), 0);
+		run_free(&r);
+	}
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .conn = "junk");
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), -EINVAL);
+		run_free(&r);
+	}
+	ts_free(&s);
+}
+
+static int count_packets(const char *path)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *pc = pcap_open_offline(path, err);
+	struct pcap_pkthdr *h;
+	const u_char *pkt;
+	int n = 0;
+
+	assert_non_null(pc);
+	while (pcap_next_ex(pc, &h, &pkt) == 1)
+		n++;
+	pcap_close(pc);
+	return n;
+}
+
+static void test_bpf_filter_and_pcap(void **state)
+{
+	static struct tstream s;
+	struct run r = {0};
+	int all;
+
+	(void)state;
+	build_http_lossy(&s);
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("f_all.pcapng"),
+			  .pcap_path = path_in_tmp("f_all.pcap"));
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		all = count_packets(path_in_tmp("f_all.pcapng"));
+		assert_true(all > 10);
+		assert_int_equal(count_packets(path_in_tmp("f_all.pcap")), all);
+		run_free(&r);
+	}
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("f_port.pcapng"),
+			  .bpf_filter = "tcp port 8080 and tcp[tcpflags] & tcp-push != 0");
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		/* data packets only: 5 requests + 4 responses */
+		assert_int_equal(count_packets(path_in_tmp("f_port.pcapng")), 9);
+		run_free(&r);
+	}
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("f_none.pcapng"),
+			  .bpf_filter = "udp");
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		assert_int_equal(count_packets(path_in_tmp("f_none.pcapng")), 0);
+		run_free(&r);
+	}
+	{
+		REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("f_bad.pcapng"),
+			  .bpf_filter = "tcp port port");
+
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), -EINVAL);
+		run_free(&r);
+	}
+	ts_free(&s);
+}
+
+/* A Unix stream server (accept) and a TCP socket first seen on data, plus
+ * a duplicate and an out-of-order chunk. */
+static void build_unix(struct tstream *s)
+{
+	const char *req = "GET /u HTTP/1.1\r\nHost: u\r\n\r\n";
+	const char *resp = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	/* a Unix stream server side (accept) */
+	ts_exec(s, 0, T0 + 1, 600, "nginx", "/usr/sbin/nginx");
+	ts_open(s, 0, T0 + 2, 600, 12, 9000, 0, 0, REEL_ROLE_SERVER, REEL_L4_UNIX_STREAM);
+	ts_data(s, 0, T0 + 10, 600, 12, 9000, REEL_DIR_INGRESS, 0, req, rq, rq, 0,
+		REEL_L4_UNIX_STREAM);
+	ts_data(s, 0, T0 + 20, 600, 12, 9000, REEL_DIR_EGRESS, 0, resp, rs, rs, 0,
+		REEL_L4_UNIX_STREAM);
+	/* a TCP socket seen first on data (opened before the capture): the
+	 * side that sends a request-looking message is the client */
+	ts_data(s, 1, T0 + 30, 700, 4, 9100, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(s, 1, T0 + 40, 700, 4, 9100, REEL_DIR_EGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	/* a duplicate, then a response in two chunks out of order */
+	ts_data(s, 2, T0 + 50, 700, 4, 9100, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(s, 2, T0 + 60, 700, 4, 9100, REEL_DIR_INGRESS, rq, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(s, 3, T0 + 70, 700, 4, 9100, REEL_DIR_EGRESS, rs + 10, resp + 10, rs - 10, rs - 10,
+		0, REEL_L4_TCP);
+	ts_data(s, 3, T0 + 80, 700, 4, 9100, REEL_DIR_EGRESS, rs, resp, 10, 10, 0, REEL_L4_TCP);
+}
+
+static void test_unix_and_inferred_role(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("unix.pcapng"));
+	struct run r = {0};
+
+	(void)state;
+	build_unix(&s);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 3);
+	assert_int_equal(count(r.json, "\"status\":404"), 3);
+	assert_non_null(strstr(r.json, "\"role\":\"server (inferred)\""));
+	if (have_tshark()) {
+		char cmd[1024], line[2048];
+		FILE *f;
+		bool named = false;
+
+		snprintf(cmd, sizeof(cmd), "tshark -r '%s' -T fields -e frame.comment 2>/dev/null",
+			 path_in_tmp("unix.pcapng"));
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, "reel: unix socket ino 9000") && strstr(line, "127.77."))
+				named = true;
+		pclose(f);
+		assert_true(named);
+	}
+	run_free(&r);
+	ts_free(&s);
+}
+
+/* ------------------------------------------------------------------ */
+/* reelplay end to end                                                 */
+
+static void write_reel(const char *path, struct tstream *s)
+{
+	REEL_OPTS(reel_writer_opts, o, .allow_overwrite = true, .block_bytes = 4096,
+		  .abi_version = REEL_ABI_VERSION, .threads = -1,
+		  .clock = {.mono_ns = T0, .real_ns = REAL0});
+	struct reel_writer *w = reel_writer__open(path, &o);
+
+	assert_non_null(w);
+	for (int i = 0; i < s->n; i++)
+		assert_int_equal(reel_writer__append(w, s->rec[i].type, 0, s->rec[i].cpu,
+						     s->rec[i].ts_ns, s->rec[i].data,
+						     s->rec[i].len),
+				 0);
+	assert_int_equal(reel_writer__close(w), 0);
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *b;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = calloc(1, (size_t)n + 1);
+	if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	return b;
+}
+
+static void test_reelplay_cli(void **state)
+{
+	static struct tstream s;
+	static uint8_t req[REQ_BYTES], resp[RESP_BYTES];
+	char *out;
+	struct stat st;
+
+	(void)state;
+	build_http_lossy(&s);
+	write_reel(path_in_tmp("h.reel"), &s);
+	ts_free(&s);
+	build_bulk(&s, req, resp);
+	write_reel(path_in_tmp("bulk.reel"), &s);
+	ts_free(&s);
+
+	assert_int_equal(sh("%s --help >/dev/null", REELPLAY), 0);
+	assert_int_equal(sh("%s --version >/dev/null", REELPLAY), 0);
+	assert_int_equal(sh("%s 2>/dev/null", REELPLAY), 2);
+	assert_int_equal(sh("%s --bogus %s 2>/dev/null", REELPLAY, path_in_tmp("h.reel")), 2);
+	assert_int_equal(sh("%s %s 'tcp port port' 2>/dev/null", REELPLAY, path_in_tmp("h.reel")),
+			 2);
+	assert_int_equal(sh("%s %s --from yesterday 2>/dev/null", REELPLAY, path_in_tmp("h.reel")),
+			 2);
+	assert_int_equal(sh("%s %s/missing.reel 2>/dev/null", REELPLAY, tmpdir), 1);
+
+	/* two files at once, every output */
+	assert_int_equal(sh("%s %s %s -w %s --json %s --print > %s 2>%s", REELPLAY,
+			    path_in_tmp("h.reel"), path_in_tmp("bulk.reel"),
+			    path_in_tmp("cli.pcapng"), path_in_tmp("cli.json"),
+			    path_in_tmp("cli.print"), path_in_tmp("cli.err")),
+			 0);
+	assert_int_equal(stat(path_in_tmp("cli.pcapng"), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	out = slurp(path_in_tmp("cli.json"));
+	assert_non_null(out);
+	assert_int_equal(count(out, "\"type\":\"txn\""), 5);
+	assert_int_equal(count(out, "\"type\":\"conn\""), 2);
+	free(out);
+	out = slurp(path_in_tmp("cli.print"));
+	assert_non_null(out);
+	assert_int_equal(count(out, " TXN "), 5);
+	free(out);
+	/* hint for HTTP on 8080? 8080 is standard for tshark: none expected */
+	out = slurp(path_in_tmp("cli.err"));
+	assert_non_null(out);
+	assert_null(strstr(out, "http,"));
+	free(out);
+
+	/* a trailing filter and -F pcap */
+	assert_int_equal(sh("%s %s -F pcap -w %s tcp port 8080 and 'tcp[tcpflags] & tcp-syn != 0' "
+			    "2>/dev/null",
+			    REELPLAY, path_in_tmp("h.reel"), path_in_tmp("cli.pcap")),
+			 0);
+	assert_int_equal(count_packets(path_in_tmp("cli.pcap")), 2);
+
+	/* summary by default */
+	assert_int_equal(sh("%s %s > %s", REELPLAY, path_in_tmp("h.reel"), path_in_tmp("sum.txt")),
+			 0);
+	out = slurp(path_in_tmp("sum.txt"));
+	assert_non_null(out);
+	assert_non_null(strstr(out, "http1   127.0.0.1:8080"));
+	assert_non_null(strstr(out, "LOST 3 samples"));
+	free(out);
+
+	/* --from relative, --to RFC 3339 */
+	assert_int_equal(sh("%s %s --from +0.0085 --to 2025-11-21T12:00:01Z --json - > %s",
+			    REELPLAY, path_in_tmp("h.reel"), path_in_tmp("rel.json")),
+			 0);
+	out = slurp(path_in_tmp("rel.json"));
+	assert_non_null(out);
+	assert_int_equal(count(out, "\"type\":\"txn\""), 1);
+	free(out);
+}
+
+static void test_reelplay_damaged(void **state)
+{
+	static uint8_t req[REQ_BYTES], resp[RESP_BYTES];
+	static struct tstream s;
+	char *buf, *out;
+	FILE *f;
+	long n;
+
+	(void)state;
+	build_bulk(&s, req, resp);
+	write_reel(path_in_tmp("dmg.reel"), &s);
+	ts_free(&s);
+	/* flip a byte in the middle of the file: one block is damaged */
+	buf = slurp(path_in_tmp("dmg.reel"));
+	f = fopen(path_in_tmp("dmg.reel"), "r+b");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, n / 2, SEEK_SET);
+	fputc(buf[n / 2] ^ 0x55, f);
+	fclose(f);
+	free(buf);
+	assert_int_equal(sh("%s %s -w %s --json %s 2>%s", REELPLAY, path_in_tmp("dmg.reel"),
+			    path_in_tmp("dmg.pcapng"), path_in_tmp("dmg.json"),
+			    path_in_tmp("dmg.err")),
+			 1);
+	out = slurp(path_in_tmp("dmg.err"));
+	assert_non_null(out);
+	assert_non_null(strstr(out, "damaged block"));
+	free(out);
+	out = slurp(path_in_tmp("dmg.json"));
+	assert_non_null(out);
+	assert_non_null(strstr(out, "\"type\":\"damage\""));
+	/* the rest was replayed: the connection is there, with holes */
+	assert_non_null(strstr(out, "\"type\":\"conn\""));
+	free(out);
+}
+
+/* Writes the fuzz seeds (REEL_WRITE_SEEDS=dir): the encoding is the one
+ * tests/fuzz/fuzz_pipeline.c reads. */
+static void write_seeds(const char *dir)
+{
+	static uint8_t out[1 << 20];
+	static struct tstream s;
+	char path[600];
+	size_t n;
+	FILE *f;
+
+	build_http_lossy(&s);
+	n = ts_encode(&s, out, sizeof(out));
+	snprintf(path, sizeof(path), "%s/http_lossy", dir);
+	f = fopen(path, "wb");
+	if (f) {
+		fwrite(out, 1, n, f);
+		fclose(f);
+	}
+	ts_free(&s);
+	build_unix(&s);
+	n = ts_encode(&s, out, sizeof(out));
+	snprintf(path, sizeof(path), "%s/unix_ooo", dir);
+	f = fopen(path, "wb");
+	if (f) {
+		fwrite(out, 1, n, f);
+		fclose(f);
+	}
+	ts_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decode_garbage),
+		cmocka_unit_test(test_format_text_json),
+		cmocka_unit_test(test_reasm),
+		cmocka_unit_test(test_reasm_bounds),
+		cmocka_unit_test(test_pipeline_bulk_pcapng),
+		cmocka_unit_test(test_live_order_equals_file_order),
+		cmocka_unit_test(test_lossy_http),
+		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_bpf_filter_and_pcap),
+		cmocka_unit_test(test_unix_and_inferred_role),
+		cmocka_unit_test(test_reelplay_cli),
+		cmocka_unit_test(test_reelplay_damaged),
+	};
+	const char *seeds = getenv("REEL_WRITE_SEEDS");
+	int rc;
+
+	reel_set_print(silent);
+	if (seeds) {
+		write_seeds(seeds);
+		return 0;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/reel-test-replay-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	if (!rc)
+		sh("rm -rf '%s'", tmpdir);
+	return rc;
+}
