@@ -103,10 +103,10 @@ static bool frame_at(const struct reel_reader *r, uint64_t pos, uint64_t *fsz)
 	return false;
 }
 
-/* Next offset >= from where a valid frame starts, or the file size. */
-static uint64_t resync(const struct reel_reader *r, uint64_t from)
+/* First offset in [from, limit) where a valid frame starts, or the file size. */
+static uint64_t resync_until(const struct reel_reader *r, uint64_t from, uint64_t limit)
 {
-	for (uint64_t i = from; i + 8 <= r->size; i++) {
+	for (uint64_t i = from; i < limit && i + 8 <= r->size; i++) {
 		const uint8_t *p = r->base + i;
 		uint64_t fsz;
 
@@ -116,6 +116,11 @@ static uint64_t resync(const struct reel_reader *r, uint64_t from)
 			return i;
 	}
 	return r->size;
+}
+
+static uint64_t resync(const struct reel_reader *r, uint64_t from)
+{
+	return resync_until(r, from, r->size);
 }
 
 /* ---- frame list ---- */
@@ -142,9 +147,9 @@ static struct rframe *push(struct reel_reader *r, uint8_t kind, uint64_t off, ui
 	return f;
 }
 
-static int walk(struct reel_reader *r, uint64_t pos)
+static int walk(struct reel_reader *r, uint64_t pos, uint32_t block)
 {
-	uint32_t block = 0;
+	r->walked = true;
 
 	while (pos < r->size) {
 		const uint8_t *p = r->base + pos;
@@ -327,6 +332,31 @@ static int alloc_index(struct reel_reader *r, size_t nblk, size_t ncpus)
 		free_index(r);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Grows the per-block arrays of a scanned index (not cpus) to n entries. */
+static int grow_index(struct reel_reader *r, size_t n)
+{
+	struct reel_block_info *b = realloc(r->blocks, n * sizeof(*b));
+	uint32_t *bf, *bn;
+	size_t *bs;
+
+	if (!b)
+		return -ENOMEM;
+	r->blocks = b;
+	bf = realloc(r->blk_frame, n * sizeof(*bf));
+	if (!bf)
+		return -ENOMEM;
+	r->blk_frame = bf;
+	bs = realloc(r->blk_cpu_start, n * sizeof(*bs));
+	if (!bs)
+		return -ENOMEM;
+	r->blk_cpu_start = bs;
+	bn = realloc(r->blk_cpu_n, n * sizeof(*bn));
+	if (!bn)
+		return -ENOMEM;
+	r->blk_cpu_n = bn;
 	return 0;
 }
 
@@ -619,6 +649,8 @@ static int check_seek(const struct reel_reader *r, size_t fi, char *err, size_t 
 	return 0;
 }
 
+static int repair(struct reel_reader *r, size_t fi);
+
 int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 {
 	if (!r || !rec)
@@ -662,6 +694,9 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 					sizeof(r->errmsg));
 			if (rc) {
 				f->status = ST_BAD;
+				/* frames after it may change: a scanned index is stale */
+				if (repair(r, r->fi - 1) == 1 && r->blocks_loaded)
+					free_index(r);
 				return rc;
 			}
 			f->status = ST_OK;
@@ -701,6 +736,28 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 	}
 }
 
+/*
+ * Walked files only: a data frame that failed to decode may have had a block
+ * size damaged and swallowed the start of the next frame. If a frame starts
+ * inside it, cut it there and walk the rest again. Returns 1 if it did.
+ */
+static int repair(struct reel_reader *r, size_t fi)
+{
+	struct rframe *f = &r->frames[fi];
+	uint64_t q;
+	int rc;
+
+	if (!r->walked || f->kind != FK_DATA)
+		return 0;
+	q = resync_until(r, f->off + 1, f->off + f->size);
+	if (q >= f->off + f->size)
+		return 0;
+	f->size = q - f->off;
+	r->nframes = fi + 1;
+	rc = walk(r, q, f->block + 1);
+	return rc ? rc : 1;
+}
+
 /* Rebuilds the block index by decoding every data frame. */
 static int scan_index(struct reel_reader *r)
 {
@@ -728,8 +785,17 @@ static int scan_index(struct reel_reader *r)
 			goto out;
 		if (rc) {
 			f->status = ST_BAD;
+			rc = repair(r, i);
+			if (rc < 0)
+				goto out;
 			rc = 0;
 			continue;
+		}
+		if (k == ndata) { /* repair() found more frames */
+			rc = grow_index(r, ndata * 2 + 8);
+			if (rc)
+				goto out;
+			ndata = ndata * 2 + 8;
 		}
 		f->status = ST_OK;
 		f->raw = (uint32_t)len;
@@ -942,7 +1008,7 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 		r->hdr_end = q;
 		if (!push(r, FK_HEADER, 0, q))
 			return -ENOMEM;
-		return walk(r, q);
+		return walk(r, q, 0);
 	}
 	rc = reel_header_parse(b + 8, hlen, &r->hdr, r->hdr_msg, sizeof(r->hdr_msg));
 	if (rc == -REEL_ERR_MAGIC || rc == -REEL_ERR_VERSION) {
@@ -951,10 +1017,10 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 	}
 	r->hdr_err = rc;
 	r->hdr_end = 8 + hlen;
-	if (from_footer(r, r->hdr_end)) {
+	/* no_index (verify, recover): walk every frame rather than trust the footer */
+	if (!r->o.no_index && from_footer(r, r->hdr_end)) {
 		/* the index is the frame before the seek table */
-		if (!r->o.no_index && r->nframes >= 2 &&
-		    r->frames[r->nframes - 2].kind == FK_INDEX) {
+		if (r->nframes >= 2 && r->frames[r->nframes - 2].kind == FK_INDEX) {
 			char ie[256];
 
 			if (!check_index(r, r->nframes - 2, true, ie, sizeof(ie))) {
@@ -966,7 +1032,22 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 	}
 	if (!push(r, FK_HEADER, 0, r->hdr_end))
 		return -ENOMEM;
-	return walk(r, r->hdr_end);
+	rc = walk(r, r->hdr_end, 0);
+	if (rc)
+		return rc;
+	/* a walked file can still have a footer that agrees with it */
+	if (r->nframes >= 3 && r->frames[r->nframes - 1].kind == FK_SEEK &&
+	    r->frames[r->nframes - 2].kind == FK_INDEX) {
+		char ie[256];
+
+		if (!check_seek(r, r->nframes - 1, ie, sizeof(ie)) &&
+		    !check_index(r, r->nframes - 2, false, ie, sizeof(ie))) {
+			r->frames[r->nframes - 1].status = ST_OK;
+			r->frames[r->nframes - 2].status = ST_OK;
+			r->clean_close = true;
+		}
+	}
+	return 0;
 }
 
 static struct reel_reader *reader_new(const struct reel_reader_opts *opts, int *err)

@@ -40,6 +40,7 @@ struct reel_reader {
 	bool hdr_reported;
 	char hdr_msg[256];
 	bool clean_close;
+	bool walked; /* frame list from walking, not from the seek table */
 
 	struct rframe *frames;
 	size_t nframes, frames_cap;
