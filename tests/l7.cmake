@@ -7,10 +7,12 @@ add_library(reel_l7 STATIC
 	${PROJECT_SOURCE_DIR}/replay/l7.c
 	${PROJECT_SOURCE_DIR}/replay/http1.c
 	${PROJECT_SOURCE_DIR}/replay/http2.c
-	${PROJECT_SOURCE_DIR}/replay/dns.c)
+	${PROJECT_SOURCE_DIR}/replay/dns.c
+	${PROJECT_SOURCE_DIR}/replay/redis.c)
 target_include_directories(reel_l7 PUBLIC ${PROJECT_SOURCE_DIR}/replay)
 target_link_libraries(reel_l7 PUBLIC PkgConfig::L7_NGHTTP2)
 
 reel_unit_test(test_l7_http1 SOURCES test_l7_http1.c LIBS reel_l7)
 reel_unit_test(test_l7_http2 SOURCES test_l7_http2.c LIBS reel_l7)
 reel_unit_test(test_l7_dns SOURCES test_l7_dns.c LIBS reel_l7)
+reel_unit_test(test_l7_redis SOURCES test_l7_redis.c LIBS reel_l7)

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Redis parser: RESP2 and RESP3, both directions. Commands are arrays of bulk
+ * strings (or inline lines); replies are any RESP value, aggregates nested up
+ * to REDIS_DEPTH. Bulk payloads are streamed through, only the first bytes of
+ * the command name and first argument are kept. Pipelined commands wait in a
+ * FIFO for their replies.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "l7_internal.h"
+
+#define REDIS_LINE_MAX	(64 * 1024)
+#define REDIS_DEPTH	16
+#define REDIS_QUEUE	32
+#define REDIS_COUNT_MAX (1ull << 32)
+
+enum { NO = 0, YES = 1, MORE = 2 };
+
+enum redis_state {
+	R_LINE,	  /* at a type byte (or an inline command) */
+	R_BULK,	  /* `remain` payload bytes of a bulk string */
+	R_CRLF,	  /* the CR LF after a bulk payload */
+	R_RESYNC, /* after a hole: look for a message start at a line start */
+};
+
+struct redis_level {
+	uint64_t remain;
+	uint64_t total;
+	bool attr;
+};
+
+struct redis_dir {
+	struct l7_stream s;
+	enum redis_state state;
+	uint64_t remain;
+	struct redis_level stk[REDIS_DEPTH];
+	int depth;
+	bool in_msg;
+	bool prev_nl;
+	int cap_slot; /* bulk being captured: 0 method, 1 target, -1 none */
+	uint64_t msg_pos;
+	uint64_t msg_ts;
+	uint32_t flags; /* for the message being read */
+	char top;	/* type byte of the top-level value */
+	char cap[2][REEL_TXN_TEXT_MAX];
+	char summary[REEL_TXN_TEXT_MAX];
+	uint64_t last_ts;
+};
+
+struct redis_conn {
+	struct redis_dir d[2];
+	struct reel_txn q[REDIS_QUEUE];
+	uint64_t head, tail;
+	const struct reel_l7_emit *emit;
+};
+
+static void emit(struct redis_conn *c, const struct reel_txn *t)
+{
+	if (c->emit && c->emit->txn)
+		c->emit->txn(c->emit->ctx, t);
+}
+
+static void upcase(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'a' && *s <= 'z')
+			*s = (char)(*s - 'a' + 'A');
+}
+
+/* ---- messages ---- */
+
+static void begin_msg(struct redis_dir *d)
+{
+	d->in_msg = true;
+	d->msg_pos = d->s.pos;
+	d->msg_ts = l7_stream_ts(&d->s, d->s.pos);
+	d->flags = 0;
+	d->top = 0;
+	d->cap[0][0] = d->cap[1][0] = '\0';
+	d->summary[0] = '\0';
+	d->depth = 0;
+	d->cap_slot = -1;
+}
+
+static void push_request(struct redis_conn *c, struct redis_dir *d, uint64_t end_pos)
+{
+	struct reel_txn *t;
+
+	if (c->tail - c->head == REDIS_QUEUE) {
+		t = &c->q[c->head++ % REDIS_QUEUE];
+		t->flags |= REEL_TXNF_NO_RESP;
+		emit(c, t);
+	}
+	t = &c->q[c->tail++ % REDIS_QUEUE];
+	l7_txn_init(t, REEL_PROTO_REDIS);
+	t->flags = d->flags;
+	t->req_ts = d->msg_ts;
+	t->req_end_ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	t->req_stream_pos = d->msg_pos;
+	t->req_bytes = end_pos - d->msg_pos;
+	l7_copy_text(t->method, sizeof(t->method), d->cap[0], strlen(d->cap[0]));
+	upcase(t->method);
+	l7_copy_text(t->target, sizeof(t->target), d->cap[1], strlen(d->cap[1]));
+}
+
+static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end_pos,
+			 uint64_t end_ts)
+{
+	struct reel_txn orphan, *t;
+
+	/* RESP3 pushes are out of band: they answer no command. */
+	if (c->head < c->tail && d->top != '>') {
+		t = &c->q[c->head++ % REDIS_QUEUE];
+	} else {
+		t = &orphan;
+		l7_txn_init(t, REEL_PROTO_REDIS);
+		t->flags |= REEL_TXNF_NO_REQ;
+	}
+	t->flags |= d->flags;
+	t->resp_ts = d->msg_ts;
+	t->resp_end_ts = end_ts;
+	t->resp_stream_pos = d->msg_pos;
+	t->resp_bytes = end_pos - d->msg_pos;
+	if (d->top == '-' || d->top == '!')
+		t->flags |= REEL_TXNF_ERROR;
+	l7_copy_text(t->detail, sizeof(t->detail), d->summary, strlen(d->summary));
+	emit(c, t);
+}
+
+static void msg_done(struct redis_conn *c, int dir, uint64_t end_pos)
+{
+	struct redis_dir *d = &c->d[dir];
+
+	d->in_msg = false;
+	d->state = R_LINE;
+	if (dir == REEL_L7_REQ)
+		push_request(c, d, end_pos);
+	else
+		finish_reply(c, d, end_pos, l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0));
+}
+
+/* A value ended at end_pos: pop finished aggregates, maybe end the message. */
+static void value_done(struct redis_conn *c, int dir, uint64_t end_pos)
+{
+	struct redis_dir *d = &c->d[dir];
+
+	while (d->depth > 0) {
+		struct redis_level *l = &d->stk[d->depth - 1];
+		bool attr;
+
+		if (--l->remain > 0)
+			return;
+		attr = l->attr;
+		d->depth--;
+		if (attr)
+			return; /* attributes annotate the next value, they are not one */
+	}
+	msg_done(c, dir, end_pos);
+}
+
+/* ---- lines ---- */
+
+static size_t line_len(const uint8_t *p, size_t n)
+{
+	const uint8_t *nl = l7_find(p, n < REDIS_LINE_MAX ? n : REDIS_LINE_MAX, '\n');
+
+	return nl ? (size_t)(nl - p) + 1 : 0;
+}
+
+static bool parse_i64(const uint8_t *p, size_t n, int64_t *v)
+{
+	uint64_t u;
+	bool neg = n && p[0] == '-';
+
+	if (neg)
+		p++, n--;
+	if (!l7_parse_u64(p, n, &u) || u > (uint64_t)INT64_MAX)
+		return false;
+	*v = neg ? -(int64_t)u : (int64_t)u;
+	return true;
+}
+
+static bool is_type(uint8_t t)
+{
+	return t && strchr("+-:$*%~>_#,(=!|", t);
+}
+
+/* Is p (at a line start) a plausible message start for `dir`? */
+static int check_start(const uint8_t *p, size_t n, int dir)
+{
+	size_t l = line_len(p, n), body;
+	int64_t v;
+
+	if (!l)
+		return n >= REDIS_LINE_MAX ? NO : (n && (p[0] == '*' || is_type(p[0]))) ? MORE : NO;
+	body = l >= 2 && p[l - 2] == '\r' ? l - 2 : l - 1;
+	if (body < 1 || (l < 2 || p[l - 2] != '\r'))
+		return NO;
+	if (dir == REEL_L7_REQ) {
+		size_t l2;
+
+		if (p[0] != '*' || !parse_i64(p + 1, body - 1, &v) || v < 1 || v > 1024 * 1024)
+			return NO;
+		if (n == l)
+			return MORE;
+		if (p[l] != '$')
+			return NO;
+		l2 = line_len(p + l, n - l);
+		if (!l2)
+			return n - l >= 32 ? NO : MORE;
+		if (l2 < 4 || p[l + l2 - 2] != '\r' || !parse_i64(p + l + 1, l2 - 3, &v) || v < 1)
+			return NO;
+		return YES;
+	}
+	if (!is_type(p[0]))
+		return NO;
+	switch (p[0]) {
+	case '+':
+	case '-':
+		for (size_t i = 1; i < body; i++)
+			if (p[i] < 0x20 || p[i] >= 0x7f)
+				return NO;
+		return YES;
+	case '_':
+		return body == 1 ? YES : NO;
+	case '#':
+		return body == 2 && (p[1] == 't' || p[1] == 'f') ? YES : NO;
+	case ',':
+	case '(':
+		return body > 1 ? YES : NO;
+	default:
+		return parse_i64(p + 1, body - 1, &v) && v >= -1 ? YES : NO;
+	}
+}
+
+/* Top-level value summary for the reply's detail. */
+static void summarise(struct redis_dir *d, uint8_t type, const uint8_t *body, size_t bl, int64_t v)
+{
+	static const struct {
+		char t;
+		const char *name;
+	} agg[] = {{'*', "array"}, {'%', "map"},      {'~', "set"},	  {'>', "push"},
+		   {'$', "bulk"},  {'=', "verbatim"}, {'|', "attribute"}, {'!', "error"}};
+
+	switch (type) {
+	case '+':
+	case '-':
+	case ':':
+	case ',':
+	case '(':
+	case '#':
+		l7_copy_text(d->summary, sizeof(d->summary), body, bl);
+		return;
+	case '_':
+		l7_copy_text(d->summary, sizeof(d->summary), "nil", 3);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(agg) / sizeof(agg[0]); i++)
+		if (agg[i].t == (char)type) {
+			if (v < 0)
+				l7_copy_text(d->summary, sizeof(d->summary), "nil", 3);
+			else
+				snprintf(d->summary, sizeof(d->summary), "%s %lld", agg[i].name,
+					 (long long)v);
+			return;
+		}
+}
+
+static size_t protocol_error(struct redis_conn *c, int dir);
+
+/* Inline command: words separated by blanks. */
+static void inline_command(struct redis_conn *c, int dir, const uint8_t *p, size_t body,
+			   uint64_t end_pos)
+{
+	struct redis_dir *d = &c->d[dir];
+	size_t i = 0;
+
+	for (int slot = 0; slot < 2; slot++) {
+		size_t s;
+
+		while (i < body && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		s = i;
+		while (i < body && p[i] != ' ' && p[i] != '\t')
+			i++;
+		l7_copy_text(d->cap[slot], sizeof(d->cap[slot]), p + s, i - s);
+	}
+	msg_done(c, dir, end_pos);
+}
+
+static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	struct redis_dir *d = &c->d[dir];
+	size_t l = line_len(p, n), body;
+	uint8_t type = p[0];
+	int64_t v = 0;
+	uint64_t end;
+
+	if (!l)
+		return n >= REDIS_LINE_MAX ? protocol_error(c, dir) : 0;
+	body = l - 1;
+	if (body && p[body - 1] == '\r')
+		body--;
+	end = d->s.pos + l;
+	if (!d->in_msg) {
+		if (!body)
+			return l; /* blank line between commands */
+		if (dir == REEL_L7_RESP && !is_type(type)) {
+			d->state = R_RESYNC;
+			d->prev_nl = false;
+			return 1;
+		}
+		begin_msg(d);
+		d->top = (char)type;
+		if (dir == REEL_L7_REQ && type != '*') {
+			inline_command(c, dir, p, body, end);
+			return l;
+		}
+	}
+	if (!is_type(type))
+		return protocol_error(c, dir);
+	switch (type) {
+	case '+':
+	case '-':
+	case ':':
+	case ',':
+	case '(':
+	case '#':
+	case '_':
+		if (d->depth == 0)
+			summarise(d, type, p + 1, body - 1, 0);
+		value_done(c, dir, end);
+		return l;
+	}
+	/* Everything else carries a length or count. */
+	if (!parse_i64(p + 1, body - 1, &v) || v < -1 || (v > 0 && (uint64_t)v > REDIS_COUNT_MAX))
+		return protocol_error(c, dir);
+	if (d->depth == 0)
+		summarise(d, type, NULL, 0, v);
+	if (type == '$' || type == '=' || type == '!') {
+		if (v < 0) {
+			value_done(c, dir, end);
+			return l;
+		}
+		d->cap_slot = -1;
+		if (dir == REEL_L7_REQ && d->depth == 1) {
+			uint64_t idx = d->stk[0].total - d->stk[0].remain;
+
+			if (idx < 2)
+				d->cap_slot = (int)idx;
+		}
+		if (dir == REEL_L7_RESP && d->depth == 0 && type != '$')
+			d->cap_slot = 1; /* blob error / verbatim text: keep it */
+		if (d->cap_slot >= 0)
+			d->cap[d->cap_slot][0] = '\0';
+		d->remain = (uint64_t)v;
+		d->state = v ? R_BULK : R_CRLF;
+		return l;
+	}
+	/* Aggregates. */
+	if (v <= 0) {
+		value_done(c, dir, end);
+		return l;
+	}
+	if (d->depth == REDIS_DEPTH)
+		return protocol_error(c, dir);
+	d->stk[d->depth].remain = d->stk[d->depth].total =
+		(type == '%' || type == '|') ? 2 * (uint64_t)v : (uint64_t)v;
+	d->stk[d->depth].attr = type == '|';
+	d->depth++;
+	return l;
+}
+
+static size_t consume(void *st, int dir, const uint8_t *p, size_t n);
+
+static size_t do_resync(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	struct redis_dir *d = &c->d[dir];
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(i == 0 ? d->prev_nl : p[i - 1] == '\n'))
+			continue;
+		switch (check_start(p + i, n - i, dir)) {
+		case NO:
+			continue;
+		case MORE:
+			if (i)
+				d->prev_nl = true;
+			return i;
+		case YES:
+			if (i) {
+				d->prev_nl = true;
+				return i;
+			}
+			d->state = R_LINE;
+			return consume(c, dir, p, n);
+		}
+	}
+	d->prev_nl = p[n - 1] == '\n';
+	return n;
+}
+
+static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
+{
+	struct redis_conn *c = st;
+	struct redis_dir *d = &c->d[dir];
+	size_t k;
+
+	switch (d->state) {
+	case R_LINE:
+		return do_line(c, dir, p, n);
+	case R_BULK:
+		k = n < d->remain ? n : (size_t)d->remain;
+		if (d->cap_slot >= 0)
+			l7_append_text(d->cap[d->cap_slot], sizeof(d->cap[d->cap_slot]), p, k);
+		d->remain -= k;
+		if (!d->remain)
+			d->state = R_CRLF;
+		return k;
+	case R_CRLF:
+		if (n < 2)
+			return 0;
+		if (p[0] != '\r' || p[1] != '\n')
+			return protocol_error(c, dir);
+		if (dir == REEL_L7_RESP && d->depth == 0 && d->cap_slot == 1) {
+			/* "=txt:..." verbatim and "!..." blob errors: show the text. */
+			l7_copy_text(d->summary, sizeof(d->summary), d->cap[1], strlen(d->cap[1]));
+		}
+		d->state = R_LINE;
+		value_done(c, dir, d->s.pos + 2);
+		return 2;
+	case R_RESYNC:
+		return do_resync(c, dir, p, n);
+	}
+	return n;
+}
+
+/* The bytes do not parse: the message is flagged and the stream resyncs. */
+static size_t protocol_error(struct redis_conn *c, int dir)
+{
+	struct redis_dir *d = &c->d[dir];
+
+	if (d->in_msg) {
+		d->flags |= REEL_TXNF_ERROR;
+		l7_copy_text(d->summary, sizeof(d->summary), "protocol error", 14);
+		msg_done(c, dir, d->s.pos);
+	}
+	d->state = R_RESYNC;
+	d->prev_nl = false;
+	return 1;
+}
+
+/* ---- parser interface ---- */
+
+static void *redis_new(bool datagram)
+{
+	struct redis_conn *c = calloc(1, sizeof(*c));
+
+	(void)datagram;
+	if (!c)
+		return NULL;
+	for (int i = 0; i < 2; i++)
+		l7_stream_init(&c->d[i].s, REDIS_LINE_MAX);
+	return c;
+}
+
+static void redis_free(void *st)
+{
+	struct redis_conn *c = st;
+
+	if (!c)
+		return;
+	for (int i = 0; i < 2; i++)
+		l7_stream_free(&c->d[i].s);
+	free(c);
+}
+
+static void redis_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos,
+		       const uint8_t *data, size_t len, const struct reel_l7_emit *emit_cb)
+{
+	struct redis_conn *c = st;
+
+	if (!c || (unsigned)dir > 1 || !len)
+		return;
+	c->emit = emit_cb;
+	c->d[dir].last_ts = ts;
+	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
+}
+
+static void redis_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
+		       const struct reel_l7_emit *emit_cb)
+{
+	struct redis_conn *c = st;
+	struct redis_dir *d;
+	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
+
+	if (!c || (unsigned)dir > 1)
+		return;
+	d = &c->d[dir];
+	c->emit = emit_cb;
+	if (d->state == R_BULK && d->remain >= len) {
+		/* Inside a bulk payload: the framing survives. */
+		d->flags |= flag;
+		d->remain -= len;
+		if (!d->remain)
+			d->state = R_CRLF;
+		l7_stream_hole(&d->s, ts, pos, len);
+		return;
+	}
+	if (d->state != R_RESYNC) {
+		if (!d->in_msg)
+			begin_msg(d); /* a message began in the hole */
+		d->flags |= flag;
+		msg_done(c, dir, pos + len);
+	}
+	d->state = R_RESYNC;
+	d->prev_nl = true;
+	l7_stream_hole(&d->s, ts, pos, len);
+}
+
+static void redis_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
+{
+	struct redis_conn *c = st;
+
+	(void)ts;
+	if (!c)
+		return;
+	c->emit = emit_cb;
+	for (int dir = 0; dir < 2; dir++) {
+		struct redis_dir *d = &c->d[dir];
+
+		if (d->in_msg || (d->state == R_LINE && d->s.len)) {
+			if (!d->in_msg)
+				begin_msg(d);
+			d->flags |= REEL_TXNF_PARTIAL;
+			msg_done(c, dir, d->s.pos + d->s.len);
+		}
+	}
+	while (c->head < c->tail) {
+		struct reel_txn *t = &c->q[c->head++ % REDIS_QUEUE];
+
+		t->flags |= REEL_TXNF_NO_RESP;
+		emit(c, t);
+	}
+}
+
+static int redis_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port,
+			int l4)
+{
+	static const char *const inl[] = {"PING", "INFO", "AUTH ", "HELLO", "QUIT", "SELECT "};
+	int bonus = (port == 6379 || port == 6380 || port == 26379) ? 20 : 0;
+
+	if (l4 == 17 || !data || !len)
+		return 0;
+	switch (check_start(data, len, dir)) {
+	case YES:
+		/* "*<n>\r\n$<m>\r\n" is specific; a reply line much less so. */
+		return (dir == REEL_L7_REQ ? 75 : 35) + bonus;
+	case MORE:
+		return (len >= 2 && data[0] == '*' && data[1] >= '1' && data[1] <= '9' ? 40 : 10) +
+		       bonus;
+	}
+	if (dir == REEL_L7_REQ)
+		for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
+			if (l7_span_ieq(data, len, inl[i]))
+				return 30 + bonus;
+	return 0;
+}
+
+const struct reel_l7_parser reel_l7_redis = {
+	.proto = REEL_PROTO_REDIS,
+	.name = "redis",
+	.detect = redis_detect,
+	.new_state = redis_new,
+	.free_state = redis_free,
+	.data = redis_data,
+	.hole = redis_hole,
+	.close = redis_close,
+};
