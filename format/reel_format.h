@@ -259,7 +259,12 @@ struct reel_writer_stats {
  * always, writes the header frame. Returns NULL and sets errno on failure. */
 struct reel_writer *reel_writer__open(const char *path, const struct reel_writer_opts *opts);
 
-/* Same, on an fd the caller opened (the writer takes ownership of it). */
+/* Same, on an fd the caller opened (the writer takes ownership of it, and
+ * closes it even when this fails). The fd may be a pipe: the compression
+ * thread blocks SIGPIPE and sees EPIPE, but the header, the footer and
+ * threads = -1 blocks are written from the caller's thread, so a program that
+ * writes to a pipe should ignore SIGPIPE. Writer stats and calls are for one
+ * thread (the one that appends). */
 struct reel_writer *reel_writer__open_fd(int fd, const struct reel_writer_opts *opts);
 
 /*
