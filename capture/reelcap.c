@@ -33,7 +33,7 @@
 #define POLL_MS		100
 #define CLOCK_PERIOD_NS (60ull * 1000000000ull)
 #define STATS_PERIOD_NS (10ull * 1000000000ull)
-#define RING_PAGES_DEF	256
+#define RING_PAGES_DEF	512
 
 static volatile sig_atomic_t stop_sig;
 static bool verbose;
@@ -545,6 +545,12 @@ int main(int argc, char **argv)
 		bpf_map__update_elem(skel->maps.pids, &pids[i], sizeof(pids[i]), &one, sizeof(one),
 				     BPF_ANY);
 	}
+	/* the rings exist before the programs fire (an output with no ring is
+	 * lost without a trace); they are handed the output once the writer,
+	 * created without privileges, exists: nothing is consumed before */
+	d = drain_new(bpf_map__fd(skel->maps.events), o->ring_pages, NULL, o->count);
+	if (!d)
+		goto out;
 	err = reel_trace__attach(skel);
 	if (err) {
 		fprintf(stderr, "reelcap: attaching the BPF programs failed: %s (%d)\n",
@@ -553,13 +559,6 @@ int main(int argc, char **argv)
 	}
 	/* after attach, so a process started meanwhile is seen by exec/fork events */
 	procscan_read(&ps);
-
-	/* the rings need privileges, the writer is created without them: open
-	 * the rings now and hand them the output below (nothing is consumed
-	 * before that) */
-	d = drain_new(bpf_map__fd(skel->maps.events), o->ring_pages, NULL, o->count);
-	if (!d)
-		goto out;
 
 	/* Nothing below needs privileges except creating rotated files. */
 	if (o->file_size)
