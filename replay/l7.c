@@ -16,7 +16,7 @@
  * two parsers goes to the one whose signature is harder to hit by chance.
  */
 const struct reel_l7_parser *const reel_l7_parsers[] = {
-	&reel_l7_http2, &reel_l7_http1, &reel_l7_redis, &reel_l7_dns, NULL,
+	&reel_l7_http2, &reel_l7_http1, &reel_l7_pgsql, &reel_l7_redis, &reel_l7_dns, NULL,
 };
 
 const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir,

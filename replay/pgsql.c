@@ -1,0 +1,736 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * PostgreSQL frontend/backend protocol v3. The request direction starts with
+ * an untyped startup packet (or SSLRequest / GSSENCRequest / CancelRequest);
+ * everything after is typed messages with a 4-byte length. A transaction is
+ * the startup, one simple Query, or one extended-protocol batch up to Sync
+ * (or a function call); the backend's ReadyForQuery ends it. Only the first
+ * PG_KEEP bytes of a message body are looked at; the rest is skipped.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "l7_internal.h"
+
+#define PG_KEEP	       4096
+#define PG_STARTUP_MAX 10000
+#define PG_MSG_MAX     (1u << 30)
+#define PG_QUEUE       16
+#define PG_PROTO_3     196608u
+#define PG_SSL_REQ     80877103u
+#define PG_GSS_REQ     80877104u
+#define PG_CANCEL_REQ  80877102u
+
+enum { NO = 0, YES = 1, MORE = 2 };
+
+enum pg_state {
+	PG_STARTUP,    /* request: untyped startup-phase packet */
+	PG_SSL_ANSWER, /* response: the one-byte answer to SSL/GSSENC request */
+	PG_HDR,	       /* at a typed message header */
+	PG_SKIP,       /* rest of a message body */
+	PG_RESYNC,
+	PG_PASS, /* TLS or GSS encryption: nothing more to parse */
+};
+
+struct pg_pending {
+	struct reel_txn t;
+	bool resp_seen;
+	bool error;
+	char tag[64];
+	char err[192];
+	char info[96];
+};
+
+struct pg_dir {
+	struct l7_stream s;
+	enum pg_state state;
+	uint64_t remain;
+	bool fix; /* the skipped message's request needs its end time */
+	uint64_t fix_seq;
+	uint64_t last_ts, last_pos;
+	bool prev_ok;
+};
+
+struct pg_conn {
+	struct pg_dir d[2];
+	struct pg_pending q[PG_QUEUE];
+	uint64_t head, tail;
+	struct pg_pending build; /* extended-protocol batch being read */
+	bool building;
+	bool has_execute, has_parse;
+	bool answer_pending; /* an SSL/GSSENC request waits for its byte */
+	struct pg_pending orphan;
+	bool orphan_used;
+	const struct reel_l7_emit *emit;
+};
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void emit(struct pg_conn *c, struct pg_pending *e)
+{
+	struct reel_txn *t = &e->t;
+
+	if (e->error) {
+		t->flags |= REEL_TXNF_ERROR;
+		t->status = 1;
+		l7_copy_text(t->detail, sizeof(t->detail), e->err, strlen(e->err));
+	} else if (e->resp_seen && t->status < 0 && !(t->flags & REEL_TXNF_NO_RESP)) {
+		t->status = 0;
+	}
+	if (!e->error && e->tag[0])
+		l7_copy_text(t->detail, sizeof(t->detail), e->tag, strlen(e->tag));
+	if (e->info[0])
+		l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "", e->info);
+	if (c->emit && c->emit->txn)
+		c->emit->txn(c->emit->ctx, t);
+}
+
+/* ---- request side ---- */
+
+static struct pg_pending *push(struct pg_conn *c, const struct pg_pending *e)
+{
+	struct pg_pending *slot;
+
+	if (c->tail - c->head == PG_QUEUE) {
+		slot = &c->q[c->head++ % PG_QUEUE];
+		slot->t.flags |= REEL_TXNF_NO_RESP;
+		emit(c, slot);
+	}
+	slot = &c->q[c->tail++ % PG_QUEUE];
+	*slot = *e;
+	return slot;
+}
+
+static void new_pending(struct pg_conn *c, struct pg_pending *e, const char *method, uint64_t pos)
+{
+	struct pg_dir *d = &c->d[REEL_L7_REQ];
+
+	memset(e, 0, sizeof(*e));
+	l7_txn_init(&e->t, REEL_PROTO_PGSQL);
+	l7_copy_text(e->t.method, sizeof(e->t.method), method, strlen(method));
+	e->t.req_ts = l7_stream_ts(&d->s, pos);
+	e->t.req_stream_pos = pos;
+}
+
+static void end_request(struct pg_conn *c, struct pg_pending *e, uint64_t end_pos)
+{
+	struct pg_dir *d = &c->d[REEL_L7_REQ];
+
+	e->t.req_end_ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	e->t.req_bytes = end_pos - e->t.req_stream_pos;
+	push(c, e);
+}
+
+/* Length of the NUL-terminated string at p (bounded by n), n if none. */
+static size_t cstr(const uint8_t *p, size_t n)
+{
+	const uint8_t *z = l7_find(p, n, 0);
+
+	return z ? (size_t)(z - p) : n;
+}
+
+static void startup_params(struct pg_pending *e, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && p[i]) {
+		size_t kl = cstr(p + i, n - i), vl;
+		const uint8_t *k = p + i;
+
+		if (i + kl + 1 > n)
+			break;
+		vl = cstr(p + i + kl + 1, n - i - kl - 1);
+		if ((kl == 4 && !memcmp(k, "user", 4)) || (kl == 8 && !memcmp(k, "database", 8)) ||
+		    (kl == 16 && !memcmp(k, "application_name", 16))) {
+			if (e->t.target[0])
+				l7_append_text(e->t.target, sizeof(e->t.target), " ", 1);
+			l7_append_text(e->t.target, sizeof(e->t.target), k, kl);
+			l7_append_text(e->t.target, sizeof(e->t.target), "=", 1);
+			l7_append_text(e->t.target, sizeof(e->t.target), k + kl + 1, vl);
+		}
+		i += kl + 1 + vl + 1;
+	}
+}
+
+static size_t do_startup(struct pg_conn *c, const uint8_t *p, size_t n)
+{
+	struct pg_dir *d = &c->d[REEL_L7_REQ];
+	struct pg_pending e;
+	uint32_t len, code;
+
+	if (p[0] == 0x16) {
+		d->state = PG_PASS; /* TLS ClientHello after SSLRequest */
+		return n;
+	}
+	if (n < 8)
+		return 0;
+	len = rd32(p);
+	code = rd32(p + 4);
+	if (len < 8 || len > PG_STARTUP_MAX ||
+	    (code != PG_PROTO_3 && code != PG_SSL_REQ && code != PG_GSS_REQ &&
+	     code != PG_CANCEL_REQ && (code >> 16) != 3)) {
+		/* Not a startup packet: the capture began after it. The
+		 * caller reconsiders the same bytes as typed messages. */
+		d->state = PG_HDR;
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	if (code == PG_SSL_REQ || code == PG_GSS_REQ) {
+		c->answer_pending = true;
+		if (c->d[REEL_L7_RESP].state == PG_HDR && !c->d[REEL_L7_RESP].s.len)
+			c->d[REEL_L7_RESP].state = PG_SSL_ANSWER;
+		return len;
+	}
+	new_pending(c, &e, code == PG_CANCEL_REQ ? "CANCEL" : "STARTUP", d->s.pos);
+	if (code == PG_CANCEL_REQ) {
+		/* No answer ever comes: emit it now. */
+		if (len >= 16)
+			snprintf(e.t.target, sizeof(e.t.target), "pid=%u", rd32(p + 8));
+		e.t.req_end_ts = l7_stream_ts(&d->s, d->s.pos + len - 1);
+		e.t.req_bytes = len;
+		emit(c, &e);
+		d->state = PG_PASS;
+		return len;
+	}
+	startup_params(&e, p + 8, len - 8);
+	end_request(c, &e, d->s.pos + len);
+	d->state = PG_HDR;
+	return len;
+}
+
+static bool req_type(uint8_t t)
+{
+	return t && strchr("QPBEDSHCXFdcfp", t);
+}
+
+static bool resp_type(uint8_t t)
+{
+	return t && strchr("RSKZTDCENI123nstAGHWdcVv", t);
+}
+
+static void begin_build(struct pg_conn *c, uint64_t pos)
+{
+	if (c->building)
+		return;
+	new_pending(c, &c->build, "EXECUTE", pos);
+	c->building = true;
+	c->has_execute = c->has_parse = false;
+}
+
+/* A request message: `body` holds its first `kept` bytes of `blen`. */
+static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t kept, uint64_t pos,
+		    uint64_t end, uint32_t flags)
+{
+	struct pg_pending e;
+	size_t l;
+
+	switch (type) {
+	case 'Q':
+		new_pending(c, &e, "QUERY", pos);
+		e.t.flags |= flags;
+		l = cstr(body, kept);
+		l7_copy_text(e.t.target, sizeof(e.t.target), body, l);
+		end_request(c, &e, end);
+		return;
+	case 'F':
+		new_pending(c, &e, "FUNCTION", pos);
+		e.t.flags |= flags;
+		if (kept >= 4)
+			snprintf(e.t.target, sizeof(e.t.target), "oid=%u", rd32(body));
+		end_request(c, &e, end);
+		return;
+	case 'P': /* Parse: statement name, query text */
+		begin_build(c, pos);
+		c->build.t.flags |= flags;
+		l = cstr(body, kept);
+		if (l < kept && !c->has_parse) {
+			size_t ql = cstr(body + l + 1, kept - l - 1);
+
+			l7_copy_text(c->build.t.target, sizeof(c->build.t.target), body + l + 1,
+				     ql);
+		}
+		c->has_parse = true;
+		return;
+	case 'B': /* Bind: portal, statement */
+		begin_build(c, pos);
+		c->build.t.flags |= flags;
+		l = cstr(body, kept);
+		if (!c->has_parse && !c->build.t.target[0] && l < kept) {
+			size_t sl = cstr(body + l + 1, kept - l - 1);
+
+			l7_copy_text(c->build.t.target, sizeof(c->build.t.target), "prepared ", 9);
+			l7_append_text(c->build.t.target, sizeof(c->build.t.target), body + l + 1,
+				       sl);
+		}
+		return;
+	case 'E':
+		c->has_execute = true;
+		/* fallthrough */
+	case 'D':
+	case 'C':
+	case 'H':
+		begin_build(c, pos);
+		c->build.t.flags |= flags;
+		return;
+	case 'S':
+		begin_build(c, pos);
+		c->build.t.flags |= flags;
+		if (!c->has_execute)
+			l7_copy_text(c->build.t.method, sizeof(c->build.t.method),
+				     c->has_parse ? "PARSE" : "SYNC", c->has_parse ? 5 : 4);
+		end_request(c, &c->build, end);
+		c->building = false;
+		return;
+	}
+	/* X (Terminate), p (auth), d/c/f (copy data) belong to no new transaction. */
+}
+
+/* ---- response side ---- */
+
+static struct pg_pending *resp_target(struct pg_conn *c, uint8_t type, uint64_t pos)
+{
+	struct pg_pending *e;
+	struct pg_dir *d = &c->d[REEL_L7_RESP];
+
+	if (c->head < c->tail) {
+		e = &c->q[c->head % PG_QUEUE];
+	} else {
+		/* Asynchronous messages need no request. */
+		if (type == 'A' || type == 'N' || type == 'S')
+			return NULL;
+		e = &c->orphan;
+		if (!c->orphan_used) {
+			memset(e, 0, sizeof(*e));
+			l7_txn_init(&e->t, REEL_PROTO_PGSQL);
+			e->t.flags |= REEL_TXNF_NO_REQ;
+			c->orphan_used = true;
+		}
+	}
+	if (!e->resp_seen) {
+		e->resp_seen = true;
+		e->t.resp_ts = l7_stream_ts(&d->s, pos);
+		e->t.resp_stream_pos = pos;
+	}
+	return e;
+}
+
+static void finish_resp(struct pg_conn *c, struct pg_pending *e, uint64_t end)
+{
+	struct pg_dir *d = &c->d[REEL_L7_RESP];
+
+	e->t.resp_end_ts = l7_stream_ts(&d->s, end ? end - 1 : 0);
+	e->t.resp_bytes = end - e->t.resp_stream_pos;
+	emit(c, e);
+	if (e == &c->orphan)
+		c->orphan_used = false;
+	else
+		c->head++;
+}
+
+static void error_fields(struct pg_pending *e, const uint8_t *p, size_t n, bool *fatal)
+{
+	const uint8_t *sev = NULL, *code = NULL, *msg = NULL;
+	size_t sl = 0, cl = 0, ml = 0;
+
+	for (size_t i = 0; i < n && p[i];) {
+		uint8_t f = p[i++];
+		size_t l = cstr(p + i, n - i);
+
+		if (f == 'S' || (f == 'V' && !sev))
+			sev = p + i, sl = l;
+		else if (f == 'C')
+			code = p + i, cl = l;
+		else if (f == 'M')
+			msg = p + i, ml = l;
+		i += l + 1;
+	}
+	e->err[0] = '\0';
+	if (sev)
+		l7_append_text(e->err, sizeof(e->err), sev, sl);
+	if (code) {
+		l7_append_text(e->err, sizeof(e->err), " ", 1);
+		l7_append_text(e->err, sizeof(e->err), code, cl);
+	}
+	if (msg) {
+		l7_append_text(e->err, sizeof(e->err), ": ", 2);
+		l7_append_text(e->err, sizeof(e->err), msg, ml);
+	}
+	*fatal = sev &&
+		 ((sl == 5 && !memcmp(sev, "FATAL", 5)) || (sl == 5 && !memcmp(sev, "PANIC", 5)));
+}
+
+static const char *auth_name(uint32_t code)
+{
+	switch (code) {
+	case 2:
+		return "KerberosV5";
+	case 3:
+		return "cleartext";
+	case 5:
+		return "MD5";
+	case 7:
+		return "GSS";
+	case 9:
+		return "SSPI";
+	case 10:
+		return "SASL";
+	}
+	return NULL;
+}
+
+static void resp_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t kept,
+		     uint64_t pos, uint64_t end, uint32_t flags)
+{
+	struct pg_pending *e = resp_target(c, type, pos);
+	bool fatal = false;
+	const char *an;
+	size_t l;
+
+	if (!e)
+		return;
+	e->t.flags |= flags;
+	switch (type) {
+	case 'C':
+		l = cstr(body, kept);
+		l7_copy_text(e->tag, sizeof(e->tag), body, l);
+		return;
+	case 'I':
+		l7_copy_text(e->tag, sizeof(e->tag), "EMPTY", 5);
+		return;
+	case 'E':
+		error_fields(e, body, kept, &fatal);
+		e->error = true;
+		if (fatal)
+			finish_resp(c, e, end); /* the server hangs up: no ReadyForQuery */
+		return;
+	case 'R':
+		if (kept >= 4 && (an = auth_name(rd32(body))) && !strstr(e->info, "auth="))
+			l7_appendf(e->info, sizeof(e->info), "%sauth=%s", e->info[0] ? " " : "",
+				   an);
+		return;
+	case 'S':
+		l = cstr(body, kept);
+		if (l == 14 && !memcmp(body, "server_version", 14) && l < kept) {
+			size_t vl = cstr(body + l + 1, kept - l - 1);
+
+			l7_appendf(e->info, sizeof(e->info),
+				   "%sserver_version=", e->info[0] ? " " : "");
+			l7_append_text(e->info, sizeof(e->info), body + l + 1, vl);
+		}
+		return;
+	case 'Z':
+		finish_resp(c, e, end);
+		return;
+	}
+}
+
+/* ---- framing ---- */
+
+/* Plausible message header at p for `dir` (resync and detection). */
+static int check_msg(const uint8_t *p, size_t n, int dir, int depth)
+{
+	uint32_t len;
+
+	if (n < 5)
+		return MORE;
+	len = rd32(p + 1);
+	if (!(dir == REEL_L7_REQ ? req_type(p[0]) : resp_type(p[0])) || len < 4 || len > (1u << 20))
+		return NO;
+	if (p[0] == 'Z') {
+		if (len != 5)
+			return NO;
+		if (n < 6)
+			return MORE;
+		return (p[5] == 'I' || p[5] == 'T' || p[5] == 'E') ? YES : NO;
+	}
+	if ((p[0] == 'S' && dir == REEL_L7_REQ && len != 4) || (p[0] == 'K' && len != 12))
+		return NO;
+	if (depth)
+		return YES;
+	/* One header could be chance: the next one must look right too. */
+	if ((size_t)len + 1 + 6 > 65536)
+		return YES;
+	if (n < (size_t)len + 1 + 6)
+		return MORE;
+	return check_msg(p + 1 + len, n - 1 - len, dir, 1);
+}
+
+static void msg(struct pg_conn *c, int dir, uint8_t type, const uint8_t *body, size_t kept,
+		uint64_t pos, uint64_t end, uint32_t flags)
+{
+	if (dir == REEL_L7_REQ)
+		req_msg(c, type, body, kept, pos, end, flags);
+	else
+		resp_msg(c, type, body, kept, pos, end, flags);
+}
+
+/*
+ * A request pushed while its body is still to come: its end time is known
+ * only when the skip ends.
+ */
+static void note_long(struct pg_conn *c, int dir, uint64_t seq_before)
+{
+	struct pg_dir *d = &c->d[dir];
+
+	d->fix = dir == REEL_L7_REQ && d->remain && c->tail > seq_before;
+	d->fix_seq = c->tail - 1;
+	d->state = d->remain ? PG_SKIP : PG_HDR;
+}
+
+static void end_long(struct pg_conn *c, int dir, uint64_t end)
+{
+	struct pg_dir *d = &c->d[dir];
+
+	d->state = PG_HDR;
+	if (d->fix && c->head <= d->fix_seq && d->fix_seq < c->tail)
+		c->q[d->fix_seq % PG_QUEUE].t.req_end_ts = l7_stream_ts(&d->s, end - 1);
+	d->fix = false;
+}
+
+static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
+{
+	struct pg_conn *c = st;
+	struct pg_dir *d = &c->d[dir];
+	uint32_t len;
+	size_t keep, k;
+	uint64_t seq;
+
+	switch (d->state) {
+	case PG_STARTUP: {
+		size_t r = do_startup(c, p, n);
+
+		if (!r && d->state == PG_HDR)
+			return consume(st, dir, p, n);
+		return r;
+	}
+	case PG_SSL_ANSWER:
+		c->answer_pending = false;
+		d->state = (p[0] == 'N') ? PG_HDR : PG_PASS;
+		return 1;
+	case PG_HDR:
+		if (n < 5)
+			return 0;
+		len = rd32(p + 1);
+		if (!(dir == REEL_L7_REQ ? req_type(p[0]) : resp_type(p[0])) || len < 4 ||
+		    len > PG_MSG_MAX) {
+			d->state = PG_RESYNC;
+			return 1;
+		}
+		keep = len - 4 < PG_KEEP ? len - 4 : PG_KEEP;
+		if (n < 5 + keep)
+			return 0;
+		d->remain = len - 4 - keep;
+		seq = c->tail;
+		/* What we need is in the kept head; a long body is skipped after. */
+		msg(c, dir, p[0], p + 5, keep, d->s.pos, d->s.pos + 1 + len, 0);
+		note_long(c, dir, seq);
+		return 5 + keep;
+	case PG_SKIP:
+		k = n < d->remain ? n : (size_t)d->remain;
+		d->remain -= k;
+		if (!d->remain)
+			end_long(c, dir, d->s.pos + k);
+		return k;
+	case PG_RESYNC:
+		for (size_t i = 0; i < n; i++) {
+			switch (check_msg(p + i, n - i, dir, 0)) {
+			case NO:
+				continue;
+			case MORE:
+				return i;
+			case YES:
+				d->state = PG_HDR;
+				return i ? i : consume(st, dir, p, n);
+			}
+		}
+		return n;
+	case PG_PASS:
+		return n;
+	}
+	return n;
+}
+
+/* ---- parser interface ---- */
+
+static void *pg_new(bool datagram)
+{
+	struct pg_conn *c = calloc(1, sizeof(*c));
+
+	(void)datagram;
+	if (!c)
+		return NULL;
+	for (int i = 0; i < 2; i++)
+		l7_stream_init(&c->d[i].s, 16384);
+	c->d[REEL_L7_REQ].state = PG_STARTUP;
+	c->d[REEL_L7_RESP].state = PG_HDR;
+	return c;
+}
+
+static void pg_free(void *st)
+{
+	struct pg_conn *c = st;
+
+	if (!c)
+		return;
+	for (int i = 0; i < 2; i++)
+		l7_stream_free(&c->d[i].s);
+	free(c);
+}
+
+static void pg_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
+		    size_t len, const struct reel_l7_emit *emit_cb)
+{
+	struct pg_conn *c = st;
+
+	if (!c || (unsigned)dir > 1 || !len)
+		return;
+	c->emit = emit_cb;
+	c->d[dir].last_ts = ts;
+	c->d[dir].last_pos = pos + len;
+	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
+}
+
+static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
+		    const struct reel_l7_emit *emit_cb)
+{
+	struct pg_conn *c = st;
+	struct pg_dir *d;
+	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
+
+	if (!c || (unsigned)dir > 1)
+		return;
+	d = &c->d[dir];
+	c->emit = emit_cb;
+	if (d->state == PG_PASS) {
+		l7_stream_hole(&d->s, ts, pos, len);
+		return;
+	}
+	if (d->state == PG_SKIP && d->remain >= len) {
+		/* Inside the tail of a long message: framing intact. */
+		d->remain -= len;
+		if (!d->remain)
+			end_long(c, dir, pos + len);
+		if (dir == REEL_L7_REQ && c->building)
+			c->build.t.flags |= flag;
+		else if (dir == REEL_L7_REQ && c->tail > c->head)
+			c->q[(c->tail - 1) % PG_QUEUE].t.flags |= flag;
+		else if (dir == REEL_L7_RESP && c->head < c->tail)
+			c->q[c->head % PG_QUEUE].t.flags |= flag;
+		l7_stream_hole(&d->s, ts, pos, len);
+		return;
+	}
+	if (d->state == PG_HDR && d->s.len >= 5) {
+		/* A message of known length was cut: use its head, skip its tail. */
+		const uint8_t *p = d->s.buf + d->s.off;
+		uint32_t ml = rd32(p + 1);
+		uint64_t have = d->s.len - 5;
+
+		if ((dir == REEL_L7_REQ ? req_type(p[0]) : resp_type(p[0])) && ml >= 4 &&
+		    ml <= PG_MSG_MAX && have + len <= ml - 4) {
+			uint64_t seq = c->tail;
+
+			msg(c, dir, p[0], p + 5, (size_t)have, d->s.pos, d->s.pos + 1 + ml, flag);
+			d->remain = ml - 4 - have - len;
+			note_long(c, dir, seq);
+			l7_stream_hole(&d->s, ts, pos, len);
+			return;
+		}
+	}
+	/* Unknown content: flag what is in flight, then resync. */
+	if (dir == REEL_L7_REQ) {
+		if (c->building) {
+			c->build.t.flags |= flag;
+		} else {
+			struct pg_pending e;
+
+			new_pending(c, &e, "", d->s.len ? d->s.pos : pos);
+			e.t.flags |= flag;
+			end_request(c, &e, pos + len);
+		}
+	} else if (c->head < c->tail) {
+		struct pg_pending *e = &c->q[c->head % PG_QUEUE];
+
+		e->t.flags |= flag;
+		if (!e->resp_seen) {
+			e->resp_seen = true;
+			e->t.resp_ts = l7_stream_ts(&d->s, d->s.len ? d->s.pos : pos);
+			e->t.resp_stream_pos = d->s.len ? d->s.pos : pos;
+		}
+	}
+	d->state = PG_RESYNC;
+	l7_stream_hole(&d->s, ts, pos, len);
+}
+
+static void pg_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
+{
+	struct pg_conn *c = st;
+
+	(void)ts;
+	if (!c)
+		return;
+	c->emit = emit_cb;
+	if (c->building) {
+		c->build.t.flags |= REEL_TXNF_PARTIAL;
+		end_request(c, &c->build, c->d[REEL_L7_REQ].last_pos);
+		c->building = false;
+	}
+	while (c->head < c->tail) {
+		struct pg_pending *e = &c->q[c->head++ % PG_QUEUE];
+
+		if (!e->resp_seen)
+			e->t.flags |= REEL_TXNF_NO_RESP;
+		else if (!e->error)
+			e->t.flags |= REEL_TXNF_PARTIAL;
+		if (e->resp_seen) {
+			e->t.resp_end_ts = c->d[REEL_L7_RESP].last_ts;
+			e->t.resp_bytes = c->d[REEL_L7_RESP].last_pos - e->t.resp_stream_pos;
+		}
+		emit(c, e);
+	}
+	if (c->orphan_used) {
+		c->orphan.t.flags |= REEL_TXNF_PARTIAL;
+		emit(c, &c->orphan);
+		c->orphan_used = false;
+	}
+}
+
+static int pg_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port, int l4)
+{
+	int bonus = port == 5432 ? 20 : 0;
+
+	if (l4 == 17 || !data || !len)
+		return 0;
+	if (dir == REEL_L7_REQ) {
+		uint32_t l, code;
+
+		if (len < 8)
+			return len >= 4 && !data[0] && !data[1] ? 20 + bonus : 0;
+		l = rd32(data);
+		code = rd32(data + 4);
+		if ((code == PG_PROTO_3 && l > 8 && l <= PG_STARTUP_MAX) ||
+		    ((code == PG_SSL_REQ || code == PG_GSS_REQ) && l == 8) ||
+		    (code == PG_CANCEL_REQ && l == 16))
+			return 90;
+		return check_msg(data, len, dir, 0) == YES ? 30 + bonus : 0;
+	}
+	if (len >= 9 && data[0] == 'R' && rd32(data + 1) >= 8 && rd32(data + 1) < 1024 &&
+	    rd32(data + 5) <= 12)
+		return 70 + bonus;
+	return check_msg(data, len, dir, 0) == YES ? 30 + bonus : 0;
+}
+
+const struct reel_l7_parser reel_l7_pgsql = {
+	.proto = REEL_PROTO_PGSQL,
+	.name = "pgsql",
+	.detect = pg_detect,
+	.new_state = pg_new,
+	.free_state = pg_free,
+	.data = pg_data,
+	.hole = pg_hole,
+	.close = pg_close,
+};
