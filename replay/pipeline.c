@@ -27,7 +27,7 @@
 
 #define DEFAULT_WINDOW_NS 2000000000ull
 #define REORDER_MAX_HELD  1000000u
-#define REORDER_MAX_BYTES (512ull << 20)
+#define REORDER_MAX_BYTES (64ull << 20)
 #define MAX_FILES	  4096u
 #define DETECT_TRIES	  8
 #define LOSS_RING	  32
@@ -1534,6 +1534,10 @@ int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec)
 	int err;
 
 	p->st.records++;
+	if (p->o.ordered) {
+		process(p, rec);
+		return p->err;
+	}
 	err = reel_reorder_push(&p->ro, rec);
 	if (err) {
 		/* Out of memory for holding: process it now, order may suffer. */

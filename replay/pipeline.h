@@ -52,6 +52,11 @@ struct reel_pipeline_opts {
 	/* Reorder window for live input (default 2 s, as reel_merge). Input
 	 * already in timestamp order passes through unchanged. */
 	uint64_t window_ns;
+
+	/* The input comes from reel_merge, already in (ts, file, cpu, arrival)
+	 * order, the order the reorder stage would produce: skip that stage
+	 * (no copy, no hold). Output is identical either way. */
+	bool ordered;
 };
 
 struct reel_pipeline;

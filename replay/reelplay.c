@@ -533,6 +533,7 @@ int main(int argc, char **argv)
 	po.ports = ports;
 	po.nports = nports;
 	po.bpf_filter = filter;
+	po.ordered = true; /* reel_merge orders records as the reorder stage would */
 
 	errno = 0;
 	pipe = reel_pipeline__new(&po);

@@ -619,6 +619,12 @@ static void test_live_order_equals_file_order(void **state)
 	assert_memory_equal(a.print, b.print, a.print_len);
 	assert_int_equal(a.json_len, b.json_len);
 	assert_memory_equal(a.json, b.json, a.json_len);
+	run_free(&b);
+	/* file input through reel_merge is already ordered: no reorder stage */
+	o.ordered = true;
+	assert_int_equal(run_pipeline(&s, NULL, &o, &b), 0);
+	assert_int_equal(a.print_len, b.print_len);
+	assert_memory_equal(a.print, b.print, a.print_len);
 	run_free(&a);
 	run_free(&b);
 	ts_free(&s);
