@@ -60,6 +60,11 @@ struct conn {
 
 	/* packet synthesis */
 	bool synth_started, synthetic_addr;
+	/* Both ends of this connection are traced and the other end's socket
+	 * (mirror_of) already stands for the flow in the packet output: two
+	 * flows with the same 4-tuple would be one stream to Wireshark. */
+	bool owns_tuple;
+	uint64_t mirror_of;
 	struct reel_pkt_ep ep[2]; /* [0] local (traced process), [1] remote */
 	uint32_t isn[2];	  /* per direction */
 	uint16_t ipid[2];

@@ -46,6 +46,16 @@ struct loss_note {
 	bool drop;
 };
 
+/* Open TCP flows by 4-tuple, to find the two traced ends of one connection. */
+struct tuple_ent {
+	struct tuple_ent *next;
+	uint32_t host;
+	struct reel_pkt_ep a, b; /* ordered: a <= b */
+	struct conn *owner;
+};
+
+#define TUPLE_BUCKETS 4096
+
 struct hint {
 	int l4;
 	uint16_t port;
@@ -86,6 +96,8 @@ struct reel_pipeline {
 
 	struct loss_note loss[LOSS_RING];
 	uint32_t nloss;
+
+	struct tuple_ent *tuples[TUPLE_BUCKETS];
 
 	struct hint hints[MAX_HINTS];
 	uint32_t nhints;
@@ -377,6 +389,89 @@ static void ep_from(struct reel_pkt_ep *e, const struct reel_endpoint *r)
 	e->port = r->port;
 }
 
+static int ep_cmp(const struct reel_pkt_ep *x, const struct reel_pkt_ep *y)
+{
+	int d = memcmp(x->addr, y->addr, 16);
+
+	if (d)
+		return d;
+	return (int)x->port - (int)y->port;
+}
+
+static uint32_t tuple_hash(uint32_t host, const struct reel_pkt_ep *a, const struct reel_pkt_ep *b)
+{
+	uint64_t h = host;
+
+	for (int i = 0; i < 16; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a->addr + i, 8);
+		memcpy(&y, b->addr + i, 8);
+		h = h * 0x9E3779B97F4A7C15ull ^ x;
+		h = h * 0x9E3779B97F4A7C15ull ^ y;
+	}
+	h = h * 0x9E3779B97F4A7C15ull ^ ((uint64_t)a->port << 16 | b->port);
+	return mix32(h) % TUPLE_BUCKETS;
+}
+
+static void tuple_key(const struct conn *c, struct reel_pkt_ep *a, struct reel_pkt_ep *b)
+{
+	bool swap = ep_cmp(&c->ep[0], &c->ep[1]) > 0;
+
+	*a = c->ep[swap ? 1 : 0];
+	*b = c->ep[swap ? 0 : 1];
+}
+
+/* Claims the conn's 4-tuple for the packet output, or marks it a mirror of
+ * the live connection that holds it (the other traced end). */
+static void tuple_claim(struct reel_pipeline *p, struct conn *c)
+{
+	struct reel_pkt_ep a, b;
+	struct tuple_ent *e;
+	uint32_t h;
+
+	if (c->synthetic_addr || !stream_like(c) || !c->remote.port)
+		return;
+	tuple_key(c, &a, &b);
+	h = tuple_hash(c->host, &a, &b);
+	for (e = p->tuples[h]; e; e = e->next) {
+		if (e->host == c->host && !ep_cmp(&e->a, &a) && !ep_cmp(&e->b, &b)) {
+			c->mirror_of = e->owner->serial;
+			return;
+		}
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->host = c->host;
+	e->a = a;
+	e->b = b;
+	e->owner = c;
+	e->next = p->tuples[h];
+	p->tuples[h] = e;
+	c->owns_tuple = true;
+}
+
+static void tuple_release(struct reel_pipeline *p, struct conn *c)
+{
+	struct reel_pkt_ep a, b;
+	struct tuple_ent **pp;
+
+	if (!c->owns_tuple)
+		return;
+	tuple_key(c, &a, &b);
+	for (pp = &p->tuples[tuple_hash(c->host, &a, &b)]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->owner == c) {
+			struct tuple_ent *e = *pp;
+
+			*pp = e->next;
+			free(e);
+			break;
+		}
+	}
+	c->owns_tuple = false;
+}
+
 static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
 		       uint32_t seq, uint32_t ack, const uint8_t *data, size_t len,
 		       const char *comment, uint32_t tid, const struct reel_endpoint *peer)
@@ -386,6 +481,8 @@ static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_
 	size_t n;
 	uint64_t real;
 
+	if (c->mirror_of)
+		return;
 	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == c->ep[0].v6)
 		ep_from(&remote, peer);
 	src = dir == REEL_DIR_EGRESS ? &c->ep[0] : &remote;
@@ -487,6 +584,7 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 	}
 	if (!c->server_port)
 		c->server_port = ntohs(c->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+	tuple_claim(p, c);
 	c->isn[0] = mix32(key ^ 0x5eed0001ull);
 	c->isn[1] = mix32(key ^ 0x5eed0002ull);
 	c->ipid[0] = (uint16_t)mix32(key ^ 3);
@@ -943,11 +1041,15 @@ static void fmt_conn_json(struct reel_pipeline *p, const struct conn *c, uint64_
 		       ",\"duration_us\":%.3f,\"end\":\"%s\",\"bytes_out\":%" PRIu64
 		       ",\"bytes_in\":%" PRIu64 ",\"captured_out\":%" PRIu64
 		       ",\"captured_in\":%" PRIu64 ",\"holes\":%u,\"hole_bytes\":%" PRIu64
-		       ",\"dup_bytes\":%" PRIu64 ",\"txns\":%u,\"errors\":%u,\"tls\":%s}",
+		       ",\"dup_bytes\":%" PRIu64 ",\"txns\":%u,\"errors\":%u,\"tls\":%s",
 		       ts >= c->open_ts ? (double)(ts - c->open_ts) / 1e3 : 0.0, ends[end], e->next,
 		       i->next, c->captured[0], c->captured[1], e->holes + i->holes,
 		       e->hole_bytes + i->hole_bytes, e->dup_bytes + i->dup_bytes, c->txns,
 		       c->txn_errors, c->tls ? "true" : "false");
+	/* both ends traced: the packets of this flow are those of the other end */
+	if (c->mirror_of)
+		reel_sb_printf(sb, ",\"packets_from_conn\":%" PRIu64, c->mirror_of);
+	reel_sb_putc(sb, '}');
 }
 
 static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end,
@@ -982,6 +1084,7 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 			sink_err(p, p->o.json);
 		}
 	}
+	tuple_release(p, c);
 	conn_remove(&p->ct, c);
 	reasm_free(&c->rs[0]);
 	reasm_free(&c->rs[1]);
@@ -1678,6 +1781,14 @@ void reel_pipeline__free(struct reel_pipeline *p)
 		free(c->note[1]);
 		free(c->first_note);
 		free(c);
+	}
+	for (uint32_t i = 0; i < TUPLE_BUCKETS; i++) {
+		while (p->tuples[i]) {
+			struct tuple_ent *e = p->tuples[i];
+
+			p->tuples[i] = e->next;
+			free(e);
+		}
 	}
 	if (p->ct.buckets)
 		conn_table_free(&p->ct);

@@ -902,6 +902,49 @@ static void test_unix_and_inferred_role(void **state)
 	ts_free(&s);
 }
 
+/* Both ends of one TCP connection traced (client and server processes):
+ * one flow in the packet output, two connections in the JSON. */
+static void test_both_ends_one_flow(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[256], b1[256];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("both.pcapng"));
+	struct run r = {0};
+	const char *req = "GET /both HTTP/1.1\r\nHost: b\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41000, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41000, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 30, 800, 5, 1001, rq, rs);
+	ts_close(&s, 1, T0 + 31, 900, 7, 1002, rs, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 2);
+	assert_int_equal(count(r.json, "\"type\":\"conn\""), 2);
+	assert_int_equal(count(r.json, "\"packets_from_conn\":1"), 1);
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("both.pcapng"), 41000, &rb);
+	/* handshake, request + ACK, response + ACK, FIN, FIN, ACK: once */
+	assert_int_equal(rb.packets, 3 + 4 + 3);
+	assert_int_equal(rb.syn, 2);
+	assert_int_equal(rb.dir[0].max_end, rq);
+	assert_int_equal(rb.dir[1].max_end, rs);
+	assert_memory_equal(b0, req, rq);
+	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+	ts_free(&s);
+}
+
 /* ------------------------------------------------------------------ */
 /* reelplay end to end                                                 */
 
@@ -1110,6 +1153,7 @@ int main(void)
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_bpf_filter_and_pcap),
 		cmocka_unit_test(test_unix_and_inferred_role),
+		cmocka_unit_test(test_both_ends_one_flow),
 		cmocka_unit_test(test_reelplay_cli),
 		cmocka_unit_test(test_reelplay_damaged),
 	};
