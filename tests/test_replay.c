@@ -945,6 +945,89 @@ static void test_both_ends_one_flow(void **state)
 	ts_free(&s);
 }
 
+/* IPv6 and UDP: packets parse back with the right addresses, lengths and
+ * (when tshark is there) valid checksums. */
+static void test_ipv6_and_udp(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("v6.pcapng"));
+	struct run r = {0};
+	struct reel_ev_conn_open op;
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *pc;
+	struct pcap_pkthdr *h;
+	const u_char *pkt;
+	int v6 = 0, udp = 0;
+	static const uint8_t lo6[16] = {[15] = 1};
+	static uint8_t big[40000];
+
+	(void)state;
+	fill(big, sizeof(big), 3);
+	memset(&op, 0, sizeof(op));
+	ts_hdr(&op.hdr, REEL_EV_CONN_OPEN, sizeof(op), T0 + 1, 1200);
+	op.conn.tgid = 1200;
+	op.conn.fd = 3;
+	op.conn.ino = 5005;
+	memcpy(op.local.addr, lo6, 16);
+	memcpy(op.remote.addr, lo6, 16);
+	op.local.port = htons(50000);
+	op.remote.port = htons(6379);
+	op.local.family = op.remote.family = REEL_AF_INET6;
+	op.role = REEL_ROLE_CLIENT;
+	op.l4 = REEL_L4_TCP;
+	op.syscall = REEL_SYS_CONNECT;
+	ts_add(&s, REEL_REC_SAMPLE, 0, T0 + 1, &op, sizeof(op));
+	ts_data(&s, 0, T0 + 10, 1200, 3, 5005, REEL_DIR_EGRESS, 0, big, 32768, 32768, 0,
+		REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 11, 1200, 3, 5005, REEL_DIR_EGRESS, 32768, big + 32768, 7232, 7232, 0,
+		REEL_L4_TCP);
+	/* a UDP socket over IPv4 */
+	ts_open(&s, 1, T0 + 20, 1300, 4, 6006, 40053, 53, REEL_ROLE_CLIENT, REEL_L4_UDP);
+	ts_data(&s, 1, T0 + 21, 1300, 4, 6006, REEL_DIR_EGRESS, 0, big, 33, 33, 0, REEL_L4_UDP);
+	ts_data(&s, 1, T0 + 22, 1300, 4, 6006, REEL_DIR_INGRESS, 0, big + 33, 49, 49, 0,
+		REEL_L4_UDP);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	pc = pcap_open_offline(path_in_tmp("v6.pcapng"), err);
+	assert_non_null(pc);
+	while (pcap_next_ex(pc, &h, &pkt) == 1) {
+		if (pkt[0] >> 4 == 6) {
+			v6++;
+			assert_int_equal(be16(pkt + 4) + 40, h->caplen);
+			assert_memory_equal(pkt + 8, lo6, 16);
+		} else {
+			assert_int_equal(pkt[9], 17);
+			assert_int_equal(be16(pkt + 20 + 4), h->caplen - 20);
+			udp++;
+		}
+	}
+	pcap_close(pc);
+	/* handshake 3 + 2 x (data + ACK), no close seen; 2 datagrams */
+	assert_int_equal(v6, 7);
+	assert_int_equal(udp, 2);
+	if (have_tshark()) {
+		char cmd[1024], line[256];
+		FILE *f;
+		int bad = 0, n = 0;
+
+		snprintf(cmd, sizeof(cmd),
+			 "tshark -r '%s' -o tcp.check_checksum:TRUE -o udp.check_checksum:TRUE "
+			 "-T fields -e tcp.checksum.status -e udp.checksum.status 2>/dev/null",
+			 path_in_tmp("v6.pcapng"));
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			n++;
+			if (!strchr(line, '1'))
+				bad++;
+		}
+		pclose(f);
+		assert_int_equal(n, 9);
+		assert_int_equal(bad, 0);
+	}
+	run_free(&r);
+	ts_free(&s);
+}
+
 /* ------------------------------------------------------------------ */
 /* reelplay end to end                                                 */
 
@@ -1154,6 +1237,7 @@ int main(void)
 		cmocka_unit_test(test_bpf_filter_and_pcap),
 		cmocka_unit_test(test_unix_and_inferred_role),
 		cmocka_unit_test(test_both_ends_one_flow),
+		cmocka_unit_test(test_ipv6_and_udp),
 		cmocka_unit_test(test_reelplay_cli),
 		cmocka_unit_test(test_reelplay_damaged),
 	};
