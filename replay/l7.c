@@ -16,7 +16,8 @@
  * two parsers goes to the one whose signature is harder to hit by chance.
  */
 const struct reel_l7_parser *const reel_l7_parsers[] = {
-	&reel_l7_http2, &reel_l7_http1, &reel_l7_pgsql, &reel_l7_redis, &reel_l7_dns, NULL,
+	&reel_l7_http2, &reel_l7_http1, &reel_l7_pgsql, &reel_l7_mysql,
+	&reel_l7_redis, &reel_l7_dns,	NULL,
 };
 
 const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir,
@@ -103,8 +104,9 @@ static void push_mark(struct l7_stream *s, uint64_t pos, uint64_t ts)
 {
 	unsigned keep = 0;
 
-	/* Marks wholly before the read position (but the newest of them) go. */
-	while (keep + 1 < s->nmarks && s->marks[keep + 1].pos <= s->pos)
+	/* Marks wholly before the read position go, but the one covering the
+	 * byte just before it: parsers date the end of what they consumed. */
+	while (keep + 1 < s->nmarks && s->marks[keep + 1].pos < s->pos)
 		keep++;
 	if (keep) {
 		memmove(s->marks, s->marks + keep, (s->nmarks - keep) * sizeof(s->marks[0]));

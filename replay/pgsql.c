@@ -453,8 +453,8 @@ static int check_msg(const uint8_t *p, size_t n, int dir, int depth)
 	if (depth)
 		return YES;
 	/* One header could be chance: the next one must look right too. */
-	if ((size_t)len + 1 + 6 > 65536)
-		return YES;
+	if ((size_t)len + 1 + 6 > 16384)
+		return NO; /* too far to check: resync on a shorter one */
 	if (n < (size_t)len + 1 + 6)
 		return MORE;
 	return check_msg(p + 1 + len, n - 1 - len, dir, 1);

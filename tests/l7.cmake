@@ -9,7 +9,8 @@ add_library(reel_l7 STATIC
 	${PROJECT_SOURCE_DIR}/replay/http2.c
 	${PROJECT_SOURCE_DIR}/replay/dns.c
 	${PROJECT_SOURCE_DIR}/replay/redis.c
-	${PROJECT_SOURCE_DIR}/replay/pgsql.c)
+	${PROJECT_SOURCE_DIR}/replay/pgsql.c
+	${PROJECT_SOURCE_DIR}/replay/mysql.c)
 target_include_directories(reel_l7 PUBLIC ${PROJECT_SOURCE_DIR}/replay)
 target_link_libraries(reel_l7 PUBLIC PkgConfig::L7_NGHTTP2)
 
@@ -18,3 +19,4 @@ reel_unit_test(test_l7_http2 SOURCES test_l7_http2.c LIBS reel_l7)
 reel_unit_test(test_l7_dns SOURCES test_l7_dns.c LIBS reel_l7)
 reel_unit_test(test_l7_redis SOURCES test_l7_redis.c LIBS reel_l7)
 reel_unit_test(test_l7_pgsql SOURCES test_l7_pgsql.c LIBS reel_l7)
+reel_unit_test(test_l7_mysql SOURCES test_l7_mysql.c LIBS reel_l7)
