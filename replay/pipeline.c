@@ -1376,6 +1376,12 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		if (real > p->tot.last_real_ns)
 			p->tot.last_real_ns = real;
 	}
+	/* The filters judge a connection event by its connection: make sure it
+	 * exists (CONN_OPEN: with its tuple) before the line is printed. */
+	if (ev.kind == REEL_EVENT_CONN_OPEN)
+		on_conn_open(p, &ev);
+	else if (ev.kind == REEL_EVENT_DATA && p->o.print)
+		conn_get(p, ev.file_idx, &ev.data.hdr.conn, ev.ts_ns, true);
 	if (p->o.print) {
 		if (event_pass(p, &ev))
 			print_event(p, &ev);
@@ -1388,7 +1394,6 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		on_data_event(p, &ev);
 		break;
 	case REEL_EVENT_CONN_OPEN:
-		on_conn_open(p, &ev);
 		break;
 	case REEL_EVENT_CONN_CLOSE:
 		on_conn_close(p, &ev);
