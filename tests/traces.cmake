@@ -6,10 +6,18 @@
 #   trace_tshark_NAME  tshark on the synthesized pcapng shows what the client did
 #                      (truth.txt) and follows every stream byte for byte to the
 #                      payload in the .reel file; libpcap reads the pcapng back
+#   trace_tshark_clean_NAME  no TCP analysis flags from tshark (retransmission,
+#                      port reuse, unseen ACK...) in the whole file and per side:
+#                      these traces lost nothing
 set(REEL_TRACES_DIR ${CMAKE_CURRENT_SOURCE_DIR}/traces)
 set(REEL_TRACES_WORK ${CMAKE_CURRENT_BINARY_DIR}/traces)
 find_package(Python3 COMPONENTS Interpreter)
 find_library(REEL_TRACES_PCAP_LIB pcap)
+# Known reelplay bugs that make trace_tshark_clean_NAME fail; the test is
+# registered DISABLED (ctest lists it as "Not Run (Disabled)") until fixed:
+#   dns, pgsql: a socket shared by parent and child after fork() (dnsmasq TCP,
+#   postmaster -> backend) becomes two flows with the same ports.
+set(REEL_TRACES_CLEAN_KNOWN_BAD dns pgsql)
 
 if(TARGET reelplay AND TARGET reeltool AND REEL_TRACES_PCAP_LIB)
 	add_executable(pcap_count ${REEL_TRACES_DIR}/pcap_count.c)
@@ -38,6 +46,18 @@ if(TARGET reelplay AND TARGET reeltool AND REEL_TRACES_PCAP_LIB)
 					--pcap-count $<TARGET_FILE:pcap_count>)
 			set_tests_properties(trace_tshark_${name} PROPERTIES
 				LABELS "traces;tshark" TIMEOUT 60 SKIP_RETURN_CODE 77)
+			add_test(NAME trace_tshark_clean_${name}
+				COMMAND ${Python3_EXECUTABLE} ${REEL_TRACES_DIR}/check_tshark.py --clean
+					--name ${name} --dir ${dir}
+					--work ${REEL_TRACES_WORK}/${name}
+					--reelplay $<TARGET_FILE:reelplay>
+					--reeltool $<TARGET_FILE:reeltool>
+					--pcap-count $<TARGET_FILE:pcap_count>)
+			set_tests_properties(trace_tshark_clean_${name} PROPERTIES
+				LABELS "traces;tshark" TIMEOUT 60 SKIP_RETURN_CODE 77)
+			if(name IN_LIST REEL_TRACES_CLEAN_KNOWN_BAD)
+				set_tests_properties(trace_tshark_clean_${name} PROPERTIES DISABLED TRUE)
+			endif()
 		endif()
 	endforeach()
 endif()

@@ -356,12 +356,30 @@ def main():
     ap.add_argument("--reelplay", required=True)
     ap.add_argument("--reeltool", required=True)
     ap.add_argument("--pcap-count", required=True)
+    ap.add_argument("--clean", action="store_true",
+                    help="only check that tshark's TCP analysis flags nothing (no retransmission, "
+                    "port reuse, unseen ACK, lost segment) in the whole file and on each side: "
+                    "these traces lost nothing")
     args = ap.parse_args()
     if not shutil.which("tshark"):
         print("SKIP: tshark not installed")
         return 77
     os.makedirs(args.work, exist_ok=True)
     truth = read_truth(os.path.join(args.dir, "truth.txt"))
+
+    if args.clean:
+        for side, filt in (("whole file", ""), ("client side", truth["client_filter"]),
+                           ("server side", truth["server_filter"])):
+            pcap = os.path.join(args.work, "%s.clean.pcapng" % args.name)
+            h = replay(args, pcap, filt.split())
+            rows = tshark_fields(pcap, h, ["frame.number", "_ws.col.Info"],
+                                 "tcp.analysis.flags && !tcp.analysis.window_update")
+            if rows:
+                fail("%s (%s): tshark flags %d frames:\n   %s" % (
+                    side, filt or "all", len(rows), "\n   ".join(" ".join(r) for r in rows[:10])))
+            else:
+                print("ok: %s (%s): no TCP analysis flags" % (side, filt or "all"))
+        return 1 if FAILS else 0
 
     # the whole file: replays, hints, libpcap and tshark read it back
     full = os.path.join(args.work, args.name + ".pcapng")
