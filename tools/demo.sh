@@ -25,5 +25,13 @@ build/capture/reelcap -w demo.reel -- python3 tools/demo_workload.py
 echo "=== demo.reel"
 build/tools/reeltool info demo.reel
 echo "=== replaying demo.reel into demo.pcapng and demo.jsonl"
-build/replay/reelplay demo.reel -w demo.pcapng --json demo.jsonl --summary
+# The decode hints go to stderr: keep them for the tshark command printed last.
+rc=0
+build/replay/reelplay demo.reel -w demo.pcapng --json demo.jsonl --summary \
+	2>build/demo.stderr || rc=$?
+cat build/demo.stderr >&2
+[ "$rc" -eq 0 ] || exit "$rc"
 echo "=== $(wc -l <demo.jsonl) JSON lines in demo.jsonl"
+hints=$(grep -o -- '-d [a-z]*\.port==[0-9]*,[a-z0-9]*' build/demo.stderr | sort -u | tr '\n' ' ' || true)
+echo "=== open the packets with:"
+echo "tshark -r demo.pcapng ${hints% }"
