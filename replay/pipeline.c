@@ -55,6 +55,8 @@ struct tuple_ent {
 };
 
 #define TUPLE_BUCKETS 4096
+#define DGRAM_RING    256
+#define DGRAM_DUP_NS  1000000000ull
 
 struct hint {
 	int l4;
@@ -98,6 +100,11 @@ struct reel_pipeline {
 	uint32_t nloss;
 
 	struct tuple_ent *tuples[TUPLE_BUCKETS];
+	/* recent datagrams, to write a datagram seen by both traced ends once */
+	struct {
+		uint64_t sig, ts, serial;
+	} dgrams[DGRAM_RING];
+	uint32_t ndgrams;
 
 	struct hint hints[MAX_HINTS];
 	uint32_t nhints;
@@ -611,6 +618,48 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		   NULL);
 }
 
+/* A datagram both traced ends saw (client sendto, server recvfrom) would be
+ * written twice: true if another connection wrote this one (same oriented
+ * addresses, same bytes) within the last second. */
+static bool dgram_seen(struct reel_pipeline *p, const struct conn *c, int dir,
+		       const struct reasm_chunk *ch)
+{
+	struct reel_pkt_ep remote = c->ep[1];
+	const struct reel_pkt_ep *src, *dst;
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t n = p->ndgrams < DGRAM_RING ? p->ndgrams : DGRAM_RING;
+
+	if (c->synthetic_addr)
+		return false;
+	if ((ch->flags & REEL_DATAF_HAS_PEER) && is_ip(&ch->peer) &&
+	    (ch->peer.family == REEL_AF_INET6) == c->ep[0].v6)
+		ep_from(&remote, &ch->peer);
+	src = dir == REEL_DIR_EGRESS ? &c->ep[0] : &remote;
+	dst = dir == REEL_DIR_EGRESS ? &remote : &c->ep[0];
+	h = (h ^ mix32(((uint64_t)src->port << 16 | dst->port) ^ ((uint64_t)ch->cap << 32))) *
+	    0x100000001b3ull;
+	for (int i = 0; i < 16; i += 4) {
+		uint32_t a, b;
+
+		memcpy(&a, src->addr + i, 4);
+		memcpy(&b, dst->addr + i, 4);
+		h = (h ^ a) * 0x100000001b3ull;
+		h = (h ^ b) * 0x100000001b3ull;
+	}
+	for (uint32_t i = 0; i < ch->cap && i < 512; i++)
+		h = (h ^ ch->data[i]) * 0x100000001b3ull;
+	for (uint32_t i = 0; i < n; i++) {
+		if (p->dgrams[i].sig == h && p->dgrams[i].serial != c->serial &&
+		    ch->ts - p->dgrams[i].ts + DGRAM_DUP_NS <= 2 * DGRAM_DUP_NS)
+			return true;
+	}
+	p->dgrams[p->ndgrams % DGRAM_RING].sig = h;
+	p->dgrams[p->ndgrams % DGRAM_RING].ts = ch->ts;
+	p->dgrams[p->ndgrams % DGRAM_RING].serial = c->serial;
+	p->ndgrams++;
+	return false;
+}
+
 static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 		       const struct reasm_chunk *ch)
 {
@@ -622,6 +671,8 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	if ((!p->png && !p->pcw) || !conn_pass(p, c))
 		return;
 	synth_start(p, c, ch->ts);
+	if (!stream_like(c) && dgram_seen(p, c, dir, ch))
+		return;
 	mss = reel_pkt_mss(c->ep[0].v6, stream_like(c) ? 6 : 17);
 	reel_sb_init(&sb, note, sizeof(note));
 	take_notes(c, dir, &sb);

@@ -986,6 +986,12 @@ static void test_ipv6_and_udp(void **state)
 	ts_data(&s, 1, T0 + 21, 1300, 4, 6006, REEL_DIR_EGRESS, 0, big, 33, 33, 0, REEL_L4_UDP);
 	ts_data(&s, 1, T0 + 22, 1300, 4, 6006, REEL_DIR_INGRESS, 0, big + 33, 49, 49, 0,
 		REEL_L4_UDP);
+	/* the server end is traced too (its socket: local 53, remote the client):
+	 * the same two datagrams are written once */
+	ts_open(&s, 2, T0 + 19, 1400, 6, 7007, 53, 40053, REEL_ROLE_SERVER, REEL_L4_UDP);
+	ts_data(&s, 2, T0 + 21, 1400, 6, 7007, REEL_DIR_INGRESS, 0, big, 33, 33, 0, REEL_L4_UDP);
+	ts_data(&s, 2, T0 + 22, 1400, 6, 7007, REEL_DIR_EGRESS, 0, big + 33, 49, 49, 0,
+		REEL_L4_UDP);
 	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
 	pc = pcap_open_offline(path_in_tmp("v6.pcapng"), err);
 	assert_non_null(pc);
