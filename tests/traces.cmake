@@ -61,3 +61,14 @@ if(TARGET reelplay AND TARGET reeltool AND REEL_TRACES_PCAP_LIB)
 		endif()
 	endforeach()
 endif()
+
+# reelcap --print live and reelplay --print on the file it wrote print the same
+# text (the bundled demo workload: HTTP/1.1, DNS, RESP on loopback). Root/BPF.
+if(TARGET reelcap AND TARGET reelplay AND Python3_Interpreter_FOUND)
+	add_test(NAME trace_print_live_vs_replay
+		COMMAND sh ${REEL_TRACES_DIR}/check_print.sh $<TARGET_FILE:reelcap>
+			$<TARGET_FILE:reelplay> ${PROJECT_SOURCE_DIR}/tools/demo_workload.py
+			${REEL_TRACES_WORK}/print)
+	set_tests_properties(trace_print_live_vs_replay PROPERTIES
+		LABELS "traces;capture;root" TIMEOUT 60 SKIP_RETURN_CODE 77)
+endif()
