@@ -35,7 +35,7 @@
 
 struct file_info {
 	bool have_hdr;
-	int64_t off; /* real - mono */
+	uint64_t off; /* real - mono, modulo 2^64 (0: no clock pair yet) */
 	uint32_t host;
 	char boot_id[64];
 };
@@ -156,7 +156,7 @@ static uint64_t real_ns(struct reel_pipeline *p, uint32_t file_idx, uint64_t mon
 
 	if (!f || !f->off)
 		return mono;
-	return (uint64_t)((int64_t)mono + f->off);
+	return mono + f->off;
 }
 
 static bool pass_time(const struct reel_pipeline *p, uint64_t real)
@@ -1472,7 +1472,7 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 	case REEL_EVENT_CLOCK:
 		f = file_get(p, ev.file_idx);
 		if (f && ev.clock.mono_ns && ev.clock.real_ns)
-			f->off = (int64_t)(ev.clock.real_ns - ev.clock.mono_ns);
+			f->off = ev.clock.real_ns - ev.clock.mono_ns;
 		break;
 	case REEL_EVENT_LOST:
 		p->st.lost_samples += ev.lost.lost;
@@ -1669,7 +1669,7 @@ int reel_pipeline__set_header(struct reel_pipeline *p, uint32_t file_idx,
 		return -EINVAL;
 	f->have_hdr = true;
 	if (hdr->clock.mono_ns && hdr->clock.real_ns)
-		f->off = (int64_t)(hdr->clock.real_ns - hdr->clock.mono_ns);
+		f->off = hdr->clock.real_ns - hdr->clock.mono_ns;
 	snprintf(f->boot_id, sizeof(f->boot_id), "%s", hdr->boot_id);
 	f->host = file_idx < MAX_FILES ? file_idx : MAX_FILES - 1;
 	if (f->boot_id[0]) {
