@@ -297,7 +297,6 @@ int main(int argc, char **argv)
 	const char **files = NULL;
 	int nfiles = 0, c, rc = 0, damaged = 0;
 	struct reel_reader **readers = NULL;
-	char **lastmsg = NULL;
 	struct reel_merge *merge = NULL;
 	struct reel_pipeline *pipe = NULL;
 	FILE *json = NULL;
@@ -451,10 +450,9 @@ int main(int argc, char **argv)
 
 	reel_set_print(quiet_print);
 	readers = calloc((size_t)nfiles, sizeof(*readers));
-	lastmsg = calloc((size_t)nfiles, sizeof(*lastmsg));
 	pg.cur_block = calloc((size_t)nfiles + 1, sizeof(*pg.cur_block));
 	pg.base = calloc((size_t)nfiles + 1, sizeof(*pg.base));
-	if (!readers || !lastmsg || !pg.cur_block || !pg.base) {
+	if (!readers || !pg.cur_block || !pg.base) {
 		rc = 1;
 		goto out;
 	}
@@ -463,12 +461,16 @@ int main(int argc, char **argv)
 		const struct reel_header *h;
 		struct reel_reader_stats rs;
 
-		errno = 0;
-		readers[i] = reel_reader__open(files[i], NULL);
-		if (!readers[i]) {
-			int e = errno ? errno : EBADMSG;
+		char msg[512] = "";
 
-			fprintf(stderr, "reelplay: %s: %s\n", files[i], reel_strerror(e));
+		err = reel_reader__open2(files[i], NULL, 0, NULL, &readers[i], msg, sizeof(msg));
+		if (err) {
+			if (msg[0])
+				fprintf(stderr, "reelplay: %s: cannot open: %s (%s)\n", files[i],
+					reel_strerror(err), msg);
+			else
+				fprintf(stderr, "reelplay: %s: cannot open: %s\n", files[i],
+					reel_strerror(err));
 			rc = 1;
 			goto out;
 		}
@@ -558,26 +560,17 @@ int main(int argc, char **argv)
 			break;
 		if (n < 0) {
 			/* A damaged block: report it with its numbers, keep going. The
-			 * merge does not say which input: it is the reader whose message
-			 * changed. */
-			const char *msg = "";
-			uint32_t fi = 0;
+			 * merge prefixes the reader's message with "file N: ". */
+			const char *msg = reel_merge__errmsg(merge);
+			unsigned fi = 0;
 
-			for (int i = 0; i < nfiles; i++) {
-				const char *m = reel_reader__errmsg(readers[i]);
-
-				if (m && *m && (!lastmsg[i] || strcmp(lastmsg[i], m))) {
-					free(lastmsg[i]);
-					lastmsg[i] = strdup(m);
-					msg = m;
-					fi = (uint32_t)i;
-					break;
-				}
-			}
+			if (!msg || sscanf(msg, "file %u:", &fi) != 1 || fi >= (unsigned)nfiles)
+				fi = 0;
 			damaged++;
 			if (!quiet)
-				fprintf(stderr, "%sreelplay: %s: damaged block: %s (%s)\n",
-					pg.on ? "\r\033[K" : "", files[fi], msg, reel_strerror(n));
+				fprintf(stderr, "%sreelplay: %s: damaged block: %s\n",
+					pg.on ? "\r\033[K" : "", files[fi],
+					msg && *msg ? msg : reel_strerror(n));
 			reel_pipeline__note_damage(pipe, fi, msg);
 			continue;
 		}
@@ -612,9 +605,6 @@ out:
 	for (int i = 0; readers && i < nfiles; i++)
 		reel_reader__close(readers[i]);
 	free(readers);
-	for (int i = 0; lastmsg && i < nfiles; i++)
-		free(lastmsg[i]);
-	free(lastmsg);
 	free(pg.cur_block);
 	free(pg.base);
 	if (json && json != stdout && fclose(json) && !rc) {
