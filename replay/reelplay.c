@@ -199,7 +199,7 @@ static int add_u32_list(const char *s, uint32_t *arr, int *n, uint64_t max)
 /* progress                                                            */
 
 struct progress {
-	bool on;
+	bool on, drawn;
 	uint64_t total_blocks, records;
 	uint32_t *cur_block;
 	uint32_t *base;
@@ -222,13 +222,15 @@ static void progress_show(struct progress *pg, bool final)
 	if (!pg->on)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (!final && since(&pg->last, &now) < 0.2)
-		return;
-	pg->last = now;
 	if (final) {
-		fputs("\r\033[K", stderr);
+		if (pg->drawn)
+			fputs("\r\033[K", stderr);
 		return;
 	}
+	if (since(&pg->last, &now) < 0.2 || since(&pg->start, &now) < 1.0)
+		return;
+	pg->last = now;
+	pg->drawn = true;
 	if (!pg->total_blocks) {
 		fprintf(stderr, "\r%" PRIu64 " records, %.1f s", pg->records,
 			since(&pg->start, &now));
@@ -488,8 +490,8 @@ int main(int argc, char **argv)
 			pg.total_blocks = 0;
 			pg.base[0] = UINT32_MAX; /* no percentage: counts only */
 		}
-		if (rs.file_size > (64u << 20) && isatty(STDERR_FILENO) && !no_progress)
-			pg.on = true;
+		if (isatty(STDERR_FILENO) && !no_progress)
+			pg.on = true; /* drawn once a run has lasted a second */
 	}
 	for (int i = 0; pg.base[0] != UINT32_MAX && i < nfiles; i++)
 		pg.base[i] = 0;
@@ -569,7 +571,7 @@ int main(int argc, char **argv)
 			damaged++;
 			if (!quiet)
 				fprintf(stderr, "%sreelplay: %s: damaged block: %s\n",
-					pg.on ? "\r\033[K" : "", files[fi],
+					pg.drawn ? "\r\033[K" : "", files[fi],
 					msg && *msg ? msg : reel_strerror(n));
 			reel_pipeline__note_damage(pipe, fi, msg);
 			continue;
@@ -583,7 +585,7 @@ int main(int argc, char **argv)
 			rc = 1;
 			goto out;
 		}
-		if ((pg.records & 0xffff) == 0)
+		if ((pg.records & 0xfff) == 0)
 			progress_show(&pg, false);
 	}
 	progress_show(&pg, true);
