@@ -883,6 +883,39 @@ static void test_write_error(void **state)
 	reel_reader__close(r);
 }
 
+/* A pipe whose reader went away: the compression thread gets EPIPE, not SIGPIPE. */
+static void test_pipe_closed(void **state)
+{
+	REEL_OPTS(reel_writer_opts, o, .block_bytes = 1024);
+	struct reel_writer_stats ws;
+	struct reel_writer *w;
+	void (*prev)(int);
+	uint8_t payload[100] = {0};
+	int fds[2], rc = 0;
+
+	(void)state;
+	/* SIGPIPE left at its default (fatal) disposition on purpose: the blocks are
+	 * written by the compression thread, which blocks it; after the error the
+	 * footer is not attempted. */
+	prev = signal(SIGPIPE, SIG_DFL);
+	assert_int_equal(pipe(fds), 0);
+	w = reel_writer__open_fd(fds[1], &o);
+	assert_non_null(w);
+	close(fds[0]);
+	for (uint32_t i = 0; i < 100 && !rc; i++) {
+		rc = reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, i, payload, sizeof(payload));
+		if (i % 20 == 19 && !rc)
+			rc = reel_writer__flush(w);
+	}
+	assert_int_equal(rc, -EPIPE);
+	reel_writer__stats(w, &ws);
+	assert_int_equal(ws.last_error, -EPIPE);
+	assert_int_equal(ws.blocks, 0);
+	assert_true(ws.dropped_records > 0);
+	assert_int_equal(reel_writer__close(w), -EPIPE);
+	signal(SIGPIPE, prev);
+}
+
 static void test_rotate(void **state)
 {
 	char path[3][300];
@@ -1151,9 +1184,9 @@ int main(void)
 		cmocka_unit_test(test_cut_every_offset), cmocka_unit_test(test_bitflip),
 		cmocka_unit_test(test_unknown_type),	 cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_queue_full_drop),	 cmocka_unit_test(test_write_error),
-		cmocka_unit_test(test_rotate),		 cmocka_unit_test(test_perms_symlink),
-		cmocka_unit_test(test_seek_tick),	 cmocka_unit_test(test_not_reel),
-		cmocka_unit_test(test_data_files),
+		cmocka_unit_test(test_pipe_closed),	 cmocka_unit_test(test_rotate),
+		cmocka_unit_test(test_perms_symlink),	 cmocka_unit_test(test_seek_tick),
+		cmocka_unit_test(test_not_reel),	 cmocka_unit_test(test_data_files),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
