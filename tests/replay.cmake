@@ -5,3 +5,12 @@ if(TARGET reelplay)
 	add_dependencies(test_replay reelplay)
 endif()
 reel_fuzz_target(pipeline LIBS reelreplay)
+
+# reelcap --print live == reelplay --print on the file (root + BPF; 77 = skipped).
+if(TARGET reelcap AND TARGET reelplay)
+	add_test(NAME replay_live_print
+		COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/replay_live_print.sh
+			$<TARGET_FILE:reelcap> $<TARGET_FILE:reelplay>)
+	set_tests_properties(replay_live_print PROPERTIES SKIP_RETURN_CODE 77
+		LABELS "integration" TIMEOUT 120)
+endif()
