@@ -32,39 +32,47 @@ struct sock_info {
 	__u32 pad2;
 };
 
+/* Hot-path reads walk BTF pointers directly (JITed loads with an exception
+ * table) instead of one bpf_probe_read_kernel call per hop: bpf_rdonly_cast
+ * (kernel 6.2+) turns a raw kernel address into a read-only typed pointer. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+#define RDONLY(type, p) ((type *)bpf_rdonly_cast((const void *)(p), bpf_core_type_id_kernel(type)))
+
 /* The struct file behind `fd` of the current task, or NULL. */
 static __always_inline struct file *fd_file(int fd)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt;
-	struct file **fda;
 	struct file *f = NULL;
+	__u64 fda;
 
 	if (fd < 0)
 		return NULL;
-	fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt)
+	fdt = task->files->fdt;
+	if ((__u32)fd >= fdt->max_fds)
 		return NULL;
-	if ((__u32)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fda = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fda[fd]))
+	fda = (__u64)fdt->fd;
+	if (bpf_probe_read_kernel(&f, sizeof(f), (void *)(fda + (__u64)fd * sizeof(f))))
 		return NULL;
 	return f;
 }
 
 /* The socket inode number of `f`, or 0 if `f` is not a socket. */
-static __always_inline __u64 file_sock_ino(struct file *f)
+static __always_inline __u64 file_sock_ino(struct file *fp)
 {
-	struct inode *inode = BPF_CORE_READ(f, f_inode);
-	umode_t mode;
+	struct file *f;
+	struct inode *inode;
 
+	if (!fp)
+		return 0;
+	f = RDONLY(struct file, fp);
+	inode = f->f_inode;
 	if (!inode)
 		return 0;
-	mode = BPF_CORE_READ(inode, i_mode);
-	if ((mode & S_IFMT) != S_IFSOCK)
+	if ((inode->i_mode & S_IFMT) != S_IFSOCK)
 		return 0;
-	return BPF_CORE_READ(inode, i_ino);
+	return inode->i_ino;
 }
 
 /* Classifies a kernel socket: the reel_l4 it is, or REEL_L4_UNKNOWN for
@@ -177,11 +185,11 @@ static __always_inline int user_sockaddr(const void *uaddr, struct reel_endpoint
  * user (ingress). Read at sys_exit, so they are one past the call's bytes. */
 static __always_inline __u32 tcp_seq_end(struct sock *sk, int dir)
 {
-	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	struct tcp_sock *tp = RDONLY(struct tcp_sock, sk);
 
 	if (dir == REEL_DIR_EGRESS)
-		return BPF_CORE_READ(tp, write_seq);
-	return BPF_CORE_READ(tp, copied_seq);
+		return tp->write_seq;
+	return tp->copied_seq;
 }
 
 #endif /* REEL_SOCK_BPF_H */

@@ -72,6 +72,23 @@ struct {
 	__type(value, struct conn_state);
 } conns SEC(".maps");
 
+/* Kernel-side counters, per CPU, read by reelcap for STATS and the final line. */
+enum {
+	RS_CALLS_FULL, /* no task storage for a call's arguments: not captured */
+	RS_CONNS_FULL, /* conns map update failed */
+	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
+	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
+	RS_IOV_TAIL,   /* calls with more than REEL_IOV_MAX segments (tail truncated) */
+	RS_MAX,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} kstats SEC(".maps");
+
 /* Arguments saved at sys_enter for the matching sys_exit, per thread. */
 struct call_args {
 	__u64 buf;  /* buffer, iovec array, msghdr or mmsghdr array (user) */
@@ -81,15 +98,48 @@ struct call_args {
 	__s32 fd;
 	__u16 sys;
 	__u8 dir;
-	__u8 pad;
+	__u8 valid; /* set at sys_enter, cleared when sys_exit consumes it */
 };
 
+/* Per-thread task storage: cheaper than a hash keyed by tid, never full,
+ * and freed with the thread. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct call_args);
 } calls SEC(".maps");
+
+/* Saves the arguments of a call for its sys_exit. */
+static __always_inline void call_save(const struct call_args *a)
+{
+	struct call_args *slot;
+
+	slot = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!slot) {
+		__u32 idx = 0; /* RS_CALLS_FULL */
+		__u64 *v = bpf_map_lookup_elem(&kstats, &idx);
+
+		if (v)
+			*v += 1;
+		return;
+	}
+	*slot = *a;
+	slot->valid = 1;
+}
+
+/* Takes the arguments saved by sys_enter (and clears them). 0 or -1. */
+static __always_inline int call_take(struct call_args *a)
+{
+	struct call_args *slot = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
+
+	if (!slot || !slot->valid)
+		return -1;
+	*a = *slot;
+	slot->valid = 0;
+	return 0;
+}
 
 /* Payload walk state of the message being emitted (one per CPU). */
 struct walk_state {
@@ -128,23 +178,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
-
-/* Kernel-side counters, per CPU, read by reelcap for STATS and the final line. */
-enum {
-	RS_CALLS_FULL, /* calls map full: a call was not captured */
-	RS_CONNS_FULL, /* conns map update failed */
-	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
-	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
-	RS_IOV_TAIL,   /* calls with more than REEL_IOV_MAX segments (tail truncated) */
-	RS_MAX,
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RS_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} kstats SEC(".maps");
 
 static __always_inline void kstat_inc(__u32 idx)
 {
@@ -510,8 +543,7 @@ static __always_inline int data_enter(__u16 sys, __u8 dir, int fd, __u64 buf, __
 	a.fd = fd;
 	a.sys = sys;
 	a.dir = dir;
-	if (bpf_map_update_elem(&calls, &id, &a, BPF_ANY))
-		kstat_inc(RS_CALLS_FULL);
+	call_save(&a);
 	return 0;
 }
 
@@ -527,16 +559,13 @@ static __always_inline void fill_seq(const struct call_args *a, struct msg_desc 
 static __always_inline int data_exit(void *ctx, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct call_args *ap, a;
+	struct call_args a;
 	struct conn_state *c;
 	struct scratch *s;
 	struct msg_desc m = {};
 
-	ap = bpf_map_lookup_elem(&calls, &id);
-	if (!ap)
+	if (call_take(&a))
 		return 0;
-	a = *ap;
-	bpf_map_delete_elem(&calls, &id);
 	if (ret <= 0)
 		return 0;
 	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
@@ -629,17 +658,14 @@ static long mmsg_tail_step(__u32 i, void *arg)
 static __always_inline int mmsg_exit(void *ctx, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct call_args *ap, a;
+	struct call_args a;
 	struct conn_state *c;
 	__u32 lens[REEL_MMSG_MAX] = {};
 	__u64 after = 0;
 	__u32 n;
 
-	ap = bpf_map_lookup_elem(&calls, &id);
-	if (!ap)
+	if (call_take(&a))
 		return 0;
-	a = *ap;
-	bpf_map_delete_elem(&calls, &id);
 	if (ret <= 0)
 		return 0;
 	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
@@ -819,8 +845,7 @@ static __always_inline int sock_call_enter(__u16 sys, int fd)
 		return 0;
 	a.fd = fd;
 	a.sys = sys;
-	if (bpf_map_update_elem(&calls, &id, &a, BPF_ANY))
-		kstat_inc(RS_CALLS_FULL);
+	call_save(&a);
 	return 0;
 }
 
@@ -828,17 +853,14 @@ static __always_inline int sock_call_enter(__u16 sys, int fd)
 static __always_inline int sock_call_exit(void *ctx, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct call_args *ap, a;
+	struct call_args a;
 	struct sock_info si = {};
 	struct file *f;
 	__u8 role;
 	int fd;
 
-	ap = bpf_map_lookup_elem(&calls, &id);
-	if (!ap)
+	if (call_take(&a))
 		return 0;
-	a = *ap;
-	bpf_map_delete_elem(&calls, &id);
 	if (a.sys == REEL_SYS_CONNECT) {
 		if (ret != 0 && ret != -R_EINPROGRESS)
 			return 0;
