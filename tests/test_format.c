@@ -717,6 +717,41 @@ static void test_merge(void **state)
 	}
 	reel_reader__close(rd[0]);
 	reel_reader__close(rd[1]);
+
+	/* a damaged block in one input: one error naming the file, the merge goes on */
+	{
+		size_t len;
+		uint8_t *buf = slurp(path[1], &len);
+		const struct reel_block_info *bi;
+		uint32_t lost;
+		int errors = 0;
+
+		rd[0] = reel_reader__open(path[0], NULL);
+		rd[1] = reel_reader__open_mem(buf, len, NULL);
+		assert_true(reel_reader__blocks(rd[1], &bi) > 3);
+		lost = bi[2].records;
+		buf[bi[2].offset + bi[2].comp_size / 2] ^= 0x33;
+		m = reel_merge__new(rd, 2, NULL);
+		n = 0;
+		last = 0;
+		while ((rc = reel_merge__next(m, &rec)) != 0) {
+			if (rc < 0) {
+				assert_non_null(
+					strstr(reel_merge__errmsg(m), "file 1: block 2 at offset"));
+				errors++;
+				continue;
+			}
+			assert_true(rec.ts_ns >= last);
+			last = rec.ts_ns;
+			n++;
+		}
+		assert_int_equal(errors, 1);
+		assert_int_equal(n, 4004 - lost);
+		reel_merge__free(m);
+		reel_reader__close(rd[0]);
+		reel_reader__close(rd[1]);
+		free(buf);
+	}
 }
 
 static void test_queue_full_drop(void **state)
