@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -437,6 +438,37 @@ static void write_clock(struct out *out)
 	out_append(out, REEL_REC_CLOCK, REEL_CPU_NONE, c.mono_ns, &c, sizeof(c), NULL, 0);
 }
 
+static void *link_destroy_thread(void *arg)
+{
+	bpf_link__destroy(*(struct bpf_link **)arg);
+	*(struct bpf_link **)arg = NULL;
+	return NULL;
+}
+
+/* Detaching a tracepoint waits for an RCU grace period; one link after the
+ * other that is seconds for ~35 links. Detach them all at once. */
+static void detach_parallel(struct reel_trace *skel)
+{
+	struct bpf_object_skeleton *s = skel ? skel->skeleton : NULL;
+	pthread_t th[64];
+	int n = 0;
+
+	if (!s)
+		return;
+	for (int i = 0; i < s->prog_cnt && n < 64; i++) {
+		struct bpf_link **l = s->progs[i].link;
+
+		if (!l || !*l)
+			continue;
+		if (pthread_create(&th[n], NULL, link_destroy_thread, l))
+			link_destroy_thread(l);
+		else
+			n++;
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
 static int child_status_exit(int status)
 {
 	if (WIFEXITED(status))
@@ -666,6 +698,7 @@ int main(int argc, char **argv)
 	if (child && child_done)
 		ret = child_status_exit(child_status);
 out:
+	detach_parallel(skel);
 	drain_free(d);
 	reel_trace__destroy(skel);
 	out_close(out, NULL);
