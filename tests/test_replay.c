@@ -630,6 +630,42 @@ static void test_live_order_equals_file_order(void **state)
 	ts_free(&s);
 }
 
+static int count(const char *hay, const char *needle);
+
+/* Live input: records wait in the reorder window until a tick says the
+ * window has passed, then come out in order. */
+static void test_tick_releases_window(void **state)
+{
+	static struct tstream s;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *pf = open_memstream(&buf, &len);
+	REEL_OPTS(reel_pipeline_opts, o, .print = pf, .window_ns = 1000000000ull);
+	struct reel_pipeline *p;
+
+	(void)state;
+	assert_non_null(pf);
+	ts_exec(&s, 1, T0 + 20, 10, "b", "/b");
+	ts_exec(&s, 0, T0 + 10, 11, "a", "/a");
+	p = reel_pipeline__new(&o);
+	assert_non_null(p);
+	for (int i = 0; i < s.n; i++)
+		assert_int_equal(reel_pipeline__push(p, &s.rec[i]), 0);
+	fflush(pf);
+	assert_int_equal(len, 0); /* both held */
+	assert_int_equal(reel_pipeline__tick(p, T0 + 15 + 1000000000ull), 0);
+	assert_int_equal(count(buf, "EXEC"), 1);
+	assert_non_null(strstr(buf, "comm a "));
+	assert_int_equal(reel_pipeline__tick(p, T0 + 30 + 1000000000ull), 0);
+	assert_int_equal(count(buf, "EXEC"), 2);
+	assert_true(strstr(buf, "comm a ") < strstr(buf, "comm b "));
+	assert_int_equal(reel_pipeline__finish(p), 0);
+	reel_pipeline__free(p);
+	fclose(pf);
+	free(buf);
+	ts_free(&s);
+}
+
 /* HTTP/1.1 keep-alive: five exchanges; the third response is lost (LOST on
  * cpu 1), the fourth request truncated. */
 static void build_http_lossy(struct tstream *s)
@@ -1238,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_reasm_bounds),
 		cmocka_unit_test(test_pipeline_bulk_pcapng),
 		cmocka_unit_test(test_live_order_equals_file_order),
+		cmocka_unit_test(test_tick_releases_window),
 		cmocka_unit_test(test_lossy_http),
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_bpf_filter_and_pcap),
