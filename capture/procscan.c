@@ -173,15 +173,41 @@ int procscan_descendants(const struct proc_scan *ps, uint32_t *pids, int *npids,
 	return 0;
 }
 
+/* Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or
+ * /sys/fs/cgroup/unified on hybrid hosts). */
+static const char *cgroup2_root(void)
+{
+	static char root[1024];
+	char line[4096], dev[256], dir[1024], type[64];
+	FILE *f;
+
+	if (root[0])
+		return root;
+	snprintf(root, sizeof(root), "/sys/fs/cgroup");
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return root;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%255s %1023s %63s", dev, dir, type) == 3 &&
+		    !strcmp(type, "cgroup2")) {
+			snprintf(root, sizeof(root), "%s", dir);
+			break;
+		}
+	}
+	fclose(f);
+	return root;
+}
+
 int cgroup_id_of(const char *path, uint64_t *id)
 {
+	const char *root = cgroup2_root();
 	char buf[4096];
 	struct stat st;
 
-	if (path[0] == '/' && strncmp(path, "/sys/fs/cgroup", 14) == 0)
+	if (!strncmp(path, root, strlen(root)))
 		snprintf(buf, sizeof(buf), "%s", path);
 	else
-		snprintf(buf, sizeof(buf), "/sys/fs/cgroup/%s", path[0] == '/' ? path + 1 : path);
+		snprintf(buf, sizeof(buf), "%s/%s", root, path[0] == '/' ? path + 1 : path);
 	if (stat(buf, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode))

@@ -58,7 +58,7 @@ static void usage(FILE *f)
 		"      --comm NAME        only processes (threads) with this comm\n"
 		"      --port PORT        only inet sockets with this local or remote port "
 		"(repeatable)\n"
-		"      --cgroup PATH      only this cgroup v2 (path under /sys/fs/cgroup)\n"
+		"      --cgroup PATH      only this cgroup v2 (path under the cgroup2 mount)\n"
 		"  -s, --snaplen BYTES    payload bytes captured per call and direction (0..%u, "
 		"default %u)\n"
 		"  -G, --duration SEC     stop after SEC seconds\n"
