@@ -58,30 +58,14 @@ static __always_inline struct file *fd_file(int fd)
 	return f;
 }
 
-/* The socket inode number of `f`, or 0 if `f` is not a socket. */
-static __always_inline __u64 file_sock_ino(struct file *fp)
-{
-	struct file *f;
-	struct inode *inode;
-
-	if (!fp)
-		return 0;
-	f = RDONLY(struct file, fp);
-	inode = f->f_inode;
-	if (!inode)
-		return 0;
-	if ((inode->i_mode & S_IFMT) != S_IFSOCK)
-		return 0;
-	return inode->i_ino;
-}
-
 /* Classifies a kernel socket: the reel_l4 it is, or REEL_L4_UNKNOWN for
  * kinds reel does not capture (netlink, packet, unix datagram, ...). */
-static __always_inline __u8 sock_classify(struct sock *sk, __u8 *family)
+static __always_inline __u8 sock_classify(__u64 skp, __u8 *family)
 {
-	__u16 fam = BPF_CORE_READ(sk, __sk_common.skc_family);
-	__u16 type = BPF_CORE_READ(sk, sk_type);
-	__u16 proto = BPF_CORE_READ(sk, sk_protocol);
+	struct sock *sk = RDONLY(struct sock, skp);
+	__u16 fam = sk->__sk_common.skc_family;
+	__u16 type = sk->sk_type;
+	__u16 proto = sk->sk_protocol;
 
 	*family = fam;
 	if (fam == R_AF_INET || fam == R_AF_INET6) {
@@ -96,29 +80,40 @@ static __always_inline __u8 sock_classify(struct sock *sk, __u8 *family)
 	return REEL_L4_UNKNOWN;
 }
 
-/* Fills `si` from the file of a socket fd. Returns 0, or -1 when the fd is
- * not a socket reel captures. */
-static __always_inline int file_sock_info(struct file *f, __u64 ino, struct sock_info *si)
+/* Resolves fd of the current task to a socket reel captures: 0 with `si`
+ * filled, or -1 (not a socket, or a kind reel ignores). Direct BTF loads
+ * only, plus one probe read for the fd array slot. */
+static __always_inline int fd_sock_info(int fd, struct sock_info *si)
 {
-	struct socket *sock = BPF_CORE_READ(f, private_data);
-	struct sock *sk;
+	struct file *fp = fd_file(fd);
+	struct socket *sock;
+	struct inode *inode;
+	struct file *f;
+	__u64 sk;
 
-	if (!sock)
+	if (!fp)
 		return -1;
-	sk = BPF_CORE_READ(sock, sk);
+	f = RDONLY(struct file, fp);
+	inode = f->f_inode;
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFSOCK)
+		return -1;
+	si->ino = inode->i_ino;
+	sock = RDONLY(struct socket, f->private_data);
+	sk = (__u64)sock->sk;
 	if (!sk)
 		return -1;
-	si->ino = ino;
-	si->sk = (__u64)sk;
+	si->sk = sk;
 	si->l4 = sock_classify(sk, &si->family);
 	return si->l4 == REEL_L4_UNKNOWN ? -1 : 0;
 }
 
 /* Local and remote ports (network order) of an inet socket. */
-static __always_inline void sock_ports(struct sock *sk, __u16 *lport, __u16 *rport)
+static __always_inline void sock_ports(__u64 skp, __u16 *lport, __u16 *rport)
 {
-	*lport = bpf_htons(BPF_CORE_READ(sk, __sk_common.skc_num));
-	*rport = BPF_CORE_READ(sk, __sk_common.skc_dport);
+	struct sock *sk = RDONLY(struct sock, skp);
+
+	*lport = bpf_htons(sk->__sk_common.skc_num);
+	*rport = sk->__sk_common.skc_dport;
 }
 
 /* Inode number of the socket that owns `sk` (0 if none). */
@@ -145,11 +140,11 @@ static __always_inline void sock_tuple(struct sock *sk, __u8 family, struct reel
 		__builtin_memcpy(local->addr, &a, 4);
 		a = BPF_CORE_READ(sk, __sk_common.skc_daddr);
 		__builtin_memcpy(remote->addr, &a, 4);
-		sock_ports(sk, &local->port, &remote->port);
+		sock_ports((__u64)sk, &local->port, &remote->port);
 	} else if (family == R_AF_INET6) {
 		BPF_CORE_READ_INTO(&local->addr, sk, __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO(&remote->addr, sk, __sk_common.skc_v6_daddr);
-		sock_ports(sk, &local->port, &remote->port);
+		sock_ports((__u64)sk, &local->port, &remote->port);
 	} else if (family == R_AF_UNIX) {
 		struct sock *peer = BPF_CORE_READ((struct unix_sock *)sk, peer);
 

@@ -254,7 +254,7 @@ static __always_inline bool ports_match(const struct sock_info *si)
 		return true;
 	if (si->family != R_AF_INET && si->family != R_AF_INET6)
 		return false;
-	sock_ports((struct sock *)si->sk, &l, &r);
+	sock_ports(si->sk, &l, &r);
 	for (int i = 0; i < REEL_PORTS_MAX; i++) {
 		if (i >= nports)
 			break;
@@ -264,29 +264,12 @@ static __always_inline bool ports_match(const struct sock_info *si)
 	return false;
 }
 
-/* Resolves fd of the current task to a captured socket: from the connection
- * cache when the inode matches, else from the kernel socket. 0 or -1. */
-static __always_inline int sock_lookup(__u32 tgid, int fd, struct sock_info *si)
+/* Resolves fd of the current task to a captured socket that passes the
+ * port filter. 0 or -1. */
+static __always_inline int sock_lookup(int fd, struct sock_info *si)
 {
-	struct file *f = fd_file(fd);
-	struct conn_state *c;
-	__u64 key, ino;
-
-	if (!f)
+	if (fd_sock_info(fd, si))
 		return -1;
-	ino = file_sock_ino(f);
-	if (!ino)
-		return -1;
-	key = (__u64)tgid << 32 | (__u32)fd;
-	c = bpf_map_lookup_elem(&conns, &key);
-	if (c && c->ino == ino) {
-		si->ino = ino;
-		si->sk = c->sk;
-		si->l4 = c->l4;
-		si->family = c->family;
-	} else if (file_sock_info(f, ino, si)) {
-		return -1;
-	}
 	return ports_match(si) ? 0 : -1;
 }
 
@@ -521,6 +504,23 @@ static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct 
 		flush_chunk(ctx, s, m->total, 0, 0);
 		return;
 	}
+	/* fast path, the common case: one flat buffer that fits one chunk */
+	if (!m->is_iov && m->total <= REEL_CHUNK_MAX && m->total <= snaplen &&
+	    m->buflen >= m->total) {
+		__u64 n = m->total;
+
+		barrier_var(n);
+		if (n > REEL_CHUNK_MAX)
+			n = REEL_CHUNK_MAX;
+		barrier_var(n);
+		if (bpf_probe_read_user(s->data, n, (void *)m->buf))
+			st->chunk_flags |= REEL_DATAF_FAULT;
+		st->fill = n;
+		st->captured = n;
+		st->off = n;
+		flush_chunk(ctx, s, n, n, 0);
+		return;
+	}
 	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, &lc, 0);
 	walk_finish(ctx, s);
 }
@@ -535,7 +535,7 @@ static __always_inline int data_enter(__u16 sys, __u8 dir, int fd, __u64 buf, __
 
 	if (!in_scope(id >> 32))
 		return 0;
-	if (sock_lookup(id >> 32, fd, &a.si))
+	if (sock_lookup(fd, &a.si))
 		return 0;
 	a.buf = buf;
 	a.cnt = cnt;
@@ -798,7 +798,7 @@ int enter_splice(struct trace_event_raw_sys_enter *ctx)
 	if (!in_scope(id >> 32))
 		return 0;
 	/* socket -> pipe is ingress, pipe -> socket egress */
-	if (!sock_lookup(id >> 32, ARG(0), &si))
+	if (!sock_lookup(ARG(0), &si))
 		return data_enter(REEL_SYS_SPLICE, REEL_DIR_INGRESS, ARG(0), 0, 0, 0);
 	return data_enter(REEL_SYS_SPLICE, REEL_DIR_EGRESS, ARG(2), 0, 0, 0);
 }
@@ -855,7 +855,6 @@ static __always_inline int sock_call_exit(void *ctx, long ret)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
 	struct sock_info si = {};
-	struct file *f;
 	__u8 role;
 	int fd;
 
@@ -873,11 +872,7 @@ static __always_inline int sock_call_exit(void *ctx, long ret)
 		role = REEL_ROLE_SERVER;
 		ret = 0;
 	}
-	f = fd_file(fd);
-	if (!f)
-		return 0;
-	si.ino = file_sock_ino(f);
-	if (!si.ino || file_sock_info(f, si.ino, &si) || !ports_match(&si))
+	if (sock_lookup(fd, &si))
 		return 0;
 	conn_get(ctx, id >> 32, fd, &si, role, a.sys, ret, true);
 	return 0;
