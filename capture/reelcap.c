@@ -680,7 +680,8 @@ int main(int argc, char **argv)
 	kstats_read(skel, ks, 5);
 	if (!o->quiet && (ks[0] || ks[1] || ks[2]))
 		fprintf(stderr,
-			"reelcap: kernel: %llu calls not tracked (map full), %llu connections not "
+			"reelcap: kernel: %llu calls not tracked (no task storage), %llu "
+			"connections not "
 			"tracked, %llu outputs failed (ring full)\n",
 			(unsigned long long)ks[0], (unsigned long long)ks[1],
 			(unsigned long long)ks[2]);
