@@ -531,8 +531,13 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	for (int i = 0; i < o->npids; i++)
+	for (int i = 0; i < o->npids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "reelcap: -p %u: no such process\n", o->pids[i]);
+			goto out;
+		}
 		pids[npids++] = o->pids[i];
+	}
 	if (o->cmd) {
 		child = spawn_stopped(o->cmd, &go_fd);
 		if (child < 0) {
