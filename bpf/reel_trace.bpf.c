@@ -129,12 +129,16 @@ static __always_inline void call_save(const struct call_args *a)
 	slot->valid = 1;
 }
 
-/* Takes the arguments saved by sys_enter (and clears them). 0 or -1. */
+/* Takes the arguments saved by sys_enter (and clears them). 0; -1 when the
+ * thread has a slot but this call was not saved; -2 when the thread has no
+ * slot yet (see call_recover). */
 static __always_inline int call_take(struct call_args *a)
 {
 	struct call_args *slot = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 
-	if (!slot || !slot->valid)
+	if (!slot)
+		return -2;
+	if (!slot->valid)
 		return -1;
 	*a = *slot;
 	slot->valid = 0;
@@ -271,6 +275,93 @@ static __always_inline int sock_lookup(int fd, struct sock_info *si)
 	if (fd_sock_info(fd, si))
 		return -1;
 	return ports_match(si) ? 0 : -1;
+}
+
+/* A thread's first syscall exit since attach without a slot: the call may
+ * have been in flight when the capture started (a read blocked since before),
+ * so its sys_enter was never seen. Its arguments are still in the saved user
+ * registers: recover them, so those bytes are counted and captured too. The
+ * slot created here marks the thread as seen; its later exits take the fast
+ * path. Returns 0 with `a` filled, or -1. */
+static __always_inline int call_recover(struct call_args *a, __u16 sys)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_args *slot;
+	struct pt_regs *regs;
+	__u64 p1, p2, p3, p4, p5;
+
+	if (!in_scope(id >> 32))
+		return -1;
+	slot = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!slot)
+		return -1;
+	slot->valid = 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	p1 = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	p2 = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	p3 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	p4 = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	p5 = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	__builtin_memset(a, 0, sizeof(*a));
+	a->sys = sys;
+	a->fd = p1;
+	a->buf = p2;
+	a->cnt = p3;
+	switch (sys) {
+	case REEL_SYS_CONNECT:
+	case REEL_SYS_ACCEPT:
+	case REEL_SYS_ACCEPT4:
+		return 0;
+	case REEL_SYS_WRITE:
+	case REEL_SYS_WRITEV:
+	case REEL_SYS_SENDMSG:
+	case REEL_SYS_SENDMMSG:
+	case REEL_SYS_SENDFILE:
+		a->dir = REEL_DIR_EGRESS;
+		break;
+	case REEL_SYS_SENDTO:
+		a->dir = REEL_DIR_EGRESS;
+		a->addr = p5;
+		break;
+	case REEL_SYS_RECVFROM:
+		if (p4 & R_MSG_PEEK)
+			return -1;
+		a->dir = REEL_DIR_INGRESS;
+		a->addr = p5;
+		break;
+	case REEL_SYS_RECVMSG:
+		if (p3 & R_MSG_PEEK)
+			return -1;
+		a->dir = REEL_DIR_INGRESS;
+		break;
+	case REEL_SYS_RECVMMSG:
+		if (p4 & R_MSG_PEEK)
+			return -1;
+		a->dir = REEL_DIR_INGRESS;
+		break;
+	case REEL_SYS_SPLICE:
+		a->dir = REEL_DIR_INGRESS;
+		if (!sock_lookup(p1, &a->si))
+			return 0;
+		a->dir = REEL_DIR_EGRESS;
+		a->fd = p3;
+		break;
+	default: /* read, readv */
+		a->dir = REEL_DIR_INGRESS;
+		break;
+	}
+	return sock_lookup(a->fd, &a->si);
+}
+
+/* The arguments of the call ending now, saved or recovered. 0 or -1. */
+static __always_inline int call_args_for_exit(struct call_args *a, __u16 sys)
+{
+	int rc = call_take(a);
+
+	if (rc == -2)
+		rc = call_recover(a, sys);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -556,7 +647,7 @@ static __always_inline void fill_seq(const struct call_args *a, struct msg_desc 
 	m->seq_end = tcp_seq_end((struct sock *)a->si.sk, a->dir) - (__u32)bytes_after;
 }
 
-static __always_inline int data_exit(void *ctx, long ret)
+static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
@@ -564,7 +655,7 @@ static __always_inline int data_exit(void *ctx, long ret)
 	struct scratch *s;
 	struct msg_desc m = {};
 
-	if (call_take(&a))
+	if (call_args_for_exit(&a, sys))
 		return 0;
 	if (ret <= 0)
 		return 0;
@@ -655,7 +746,7 @@ static long mmsg_tail_step(__u32 i, void *arg)
 	return 0;
 }
 
-static __always_inline int mmsg_exit(void *ctx, long ret)
+static __always_inline int mmsg_exit(void *ctx, long ret, __u16 sys)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
@@ -664,7 +755,7 @@ static __always_inline int mmsg_exit(void *ctx, long ret)
 	__u64 after = 0;
 	__u32 n;
 
-	if (call_take(&a))
+	if (call_args_for_exit(&a, sys))
 		return 0;
 	if (ret <= 0)
 		return 0;
@@ -803,34 +894,34 @@ int enter_splice(struct trace_event_raw_sys_enter *ctx)
 	return data_enter(REEL_SYS_SPLICE, REEL_DIR_EGRESS, ARG(2), 0, 0, 0);
 }
 
-#define DATA_EXIT(name)                                                                            \
+#define DATA_EXIT(name, sys)                                                                       \
 	TP_EXIT(name)                                                                              \
 	int exit_##name(struct trace_event_raw_sys_exit *ctx)                                      \
 	{                                                                                          \
-		return data_exit(ctx, ctx->ret);                                                   \
+		return data_exit(ctx, ctx->ret, sys);                                              \
 	}
 
-DATA_EXIT(read)
-DATA_EXIT(write)
-DATA_EXIT(readv)
-DATA_EXIT(writev)
-DATA_EXIT(sendto)
-DATA_EXIT(recvfrom)
-DATA_EXIT(sendmsg)
-DATA_EXIT(recvmsg)
-DATA_EXIT(sendfile64)
-DATA_EXIT(splice)
+DATA_EXIT(read, REEL_SYS_READ)
+DATA_EXIT(write, REEL_SYS_WRITE)
+DATA_EXIT(readv, REEL_SYS_READV)
+DATA_EXIT(writev, REEL_SYS_WRITEV)
+DATA_EXIT(sendto, REEL_SYS_SENDTO)
+DATA_EXIT(recvfrom, REEL_SYS_RECVFROM)
+DATA_EXIT(sendmsg, REEL_SYS_SENDMSG)
+DATA_EXIT(recvmsg, REEL_SYS_RECVMSG)
+DATA_EXIT(sendfile64, REEL_SYS_SENDFILE)
+DATA_EXIT(splice, REEL_SYS_SPLICE)
 
 TP_EXIT(sendmmsg)
 int exit_sendmmsg(struct trace_event_raw_sys_exit *ctx)
 {
-	return mmsg_exit(ctx, ctx->ret);
+	return mmsg_exit(ctx, ctx->ret, REEL_SYS_SENDMMSG);
 }
 
 TP_EXIT(recvmmsg)
 int exit_recvmmsg(struct trace_event_raw_sys_exit *ctx)
 {
-	return mmsg_exit(ctx, ctx->ret);
+	return mmsg_exit(ctx, ctx->ret, REEL_SYS_RECVMMSG);
 }
 
 /* ------------------------------------------------------------------ */
@@ -850,7 +941,7 @@ static __always_inline int sock_call_enter(__u16 sys, int fd)
 }
 
 /* connect() returned 0 or -EINPROGRESS on a.fd, or accept returned fd `ret`. */
-static __always_inline int sock_call_exit(void *ctx, long ret)
+static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
@@ -858,7 +949,7 @@ static __always_inline int sock_call_exit(void *ctx, long ret)
 	__u8 role;
 	int fd;
 
-	if (call_take(&a))
+	if (call_args_for_exit(&a, sys))
 		return 0;
 	if (a.sys == REEL_SYS_CONNECT) {
 		if (ret != 0 && ret != -R_EINPROGRESS)
@@ -887,7 +978,7 @@ int enter_connect(struct trace_event_raw_sys_enter *ctx)
 TP_EXIT(connect)
 int exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
-	return sock_call_exit(ctx, ctx->ret);
+	return sock_call_exit(ctx, ctx->ret, REEL_SYS_CONNECT);
 }
 
 TP_ENTER(accept)
@@ -899,7 +990,7 @@ int enter_accept(struct trace_event_raw_sys_enter *ctx)
 TP_EXIT(accept)
 int exit_accept(struct trace_event_raw_sys_exit *ctx)
 {
-	return sock_call_exit(ctx, ctx->ret);
+	return sock_call_exit(ctx, ctx->ret, REEL_SYS_ACCEPT);
 }
 
 TP_ENTER(accept4)
@@ -911,7 +1002,7 @@ int enter_accept4(struct trace_event_raw_sys_enter *ctx)
 TP_EXIT(accept4)
 int exit_accept4(struct trace_event_raw_sys_exit *ctx)
 {
-	return sock_call_exit(ctx, ctx->ret);
+	return sock_call_exit(ctx, ctx->ret, REEL_SYS_ACCEPT4);
 }
 
 TP_ENTER(close)

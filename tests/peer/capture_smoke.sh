@@ -8,7 +8,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 77
 fi
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-"$REELCAP" -q -w "$WORK/smoke.reel" -- "$PEER" -q --manifest "$WORK/manifest.txt"
+"$REELCAP" -q --ring-pages 4096 -w "$WORK/smoke.reel" -- "$PEER" -q --manifest "$WORK/manifest.txt"
 rc=$?
 if [ $rc != 0 ]; then
 	echo "capture_smoke: reelcap -- reel_peer exited $rc"
