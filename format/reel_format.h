@@ -200,6 +200,10 @@ struct reel_header {
 	uint32_t snaplen;
 	uint32_t file_seq;
 	uint32_t sample_format;
+	/* The command line exactly as recorded: arguments separated by NUL, no
+	 * final NUL, cut at 4096 bytes (cmdline_raw_len). */
+	char cmdline_raw[4096];
+	uint32_t cmdline_raw_len;
 };
 
 /* ------------------------------------------------------------------ */
@@ -238,6 +242,11 @@ struct reel_writer_opts {
 	 * full, append waits for the compressor instead of dropping. Never set
 	 * this in a capture: it makes append block. */
 	bool wait_when_full;
+	/* Derived files (recover, slice, merge): header facts left NULL/0 above
+	 * are taken from this header (host, kernel, boot id, CPUs, page size,
+	 * clock pair, exact command line, ABI and tool version, snaplen, file
+	 * seq) instead of the running host. Read during open only. */
+	const struct reel_header *copy_header;
 };
 #define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 

@@ -206,6 +206,9 @@ int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char 
 			break;
 		case REEL_META_CMDLINE:
 			copy_str(h->cmdline, sizeof(h->cmdline), v, vlen, true);
+			h->cmdline_raw_len =
+				vlen < sizeof(h->cmdline_raw) ? vlen : sizeof(h->cmdline_raw);
+			memcpy(h->cmdline_raw, v, h->cmdline_raw_len);
 			break;
 		case REEL_META_TOOL_VERSION:
 			copy_str(h->tool_version, sizeof(h->tool_version), v, vlen, false);

@@ -583,6 +583,55 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* Header facts the caller left unset come from `h` (derived files), empty
+ * strings included: a derived file must not take the facts of the host that
+ * derives it. The strings point into `h`; open copies them. */
+static void inherit_header(struct reel_writer_opts *o, const struct reel_header *h)
+{
+	if (!o->hostname)
+		o->hostname = h->hostname;
+	if (!o->kernel)
+		o->kernel = h->kernel;
+	if (!o->boot_id)
+		o->boot_id = h->boot_id;
+	if (!o->tool_version)
+		o->tool_version = h->tool_version;
+	if (!o->ncpu)
+		o->ncpu = h->ncpu;
+	if (!o->abi_version)
+		o->abi_version = h->abi_version;
+	if (!o->snaplen)
+		o->snaplen = h->snaplen;
+	if (!o->file_seq)
+		o->file_seq = h->file_seq;
+	if (!o->clock.mono_ns && !o->clock.real_ns)
+		o->clock = h->clock;
+}
+
+/* argv from a NUL-separated command line (no final NUL). */
+static int split_cmdline(struct reel_writer *w, const char *raw, uint32_t len)
+{
+	int argc = 1;
+
+	for (uint32_t i = 0; i < len; i++)
+		argc += raw[i] == 0;
+	w->argv = calloc((size_t)argc, sizeof(*w->argv));
+	if (!w->argv)
+		return -ENOMEM;
+	w->o.argc = argc;
+	for (int i = 0; i < argc; i++) {
+		size_t n = strnlen(raw, len);
+
+		w->argv[i] = strndup(raw, n);
+		if (!w->argv[i])
+			return -ENOMEM;
+		n = n < len ? n + 1 : n;
+		raw += n;
+		len -= (uint32_t)n;
+	}
+	return 0;
+}
+
 static void read_boot_id(char *buf, size_t cap)
 {
 	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
@@ -796,6 +845,7 @@ static void free_writer(struct reel_writer *w)
 static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 {
 	struct reel_writer *w = calloc(1, sizeof(*w));
+	const struct reel_header *copy;
 	uint32_t ncpu;
 	int err = -ENOMEM;
 
@@ -829,6 +879,10 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	}
 	w->age_ns = (uint64_t)w->o.block_age_ms * 1000000ull;
 	w->threaded = w->o.threads >= 0;
+	copy = w->o.copy_header;
+	w->o.copy_header = NULL;
+	if (copy)
+		inherit_header(&w->o, copy);
 	w->hostname = dup_or_null(w->o.hostname);
 	w->kernel = dup_or_null(w->o.kernel);
 	w->boot_id = dup_or_null(w->o.boot_id);
@@ -836,7 +890,11 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	if ((w->o.hostname && !w->hostname) || (w->o.kernel && !w->kernel) ||
 	    (w->o.boot_id && !w->boot_id) || (w->o.tool_version && !w->tool_version))
 		goto fail;
-	if (w->o.argv && w->o.argc) {
+	if (!w->o.argv && copy && copy->cmdline_raw_len) {
+		err = split_cmdline(w, copy->cmdline_raw, copy->cmdline_raw_len);
+		if (err)
+			goto fail;
+	} else if (w->o.argv && w->o.argc) {
 		w->argv = calloc((size_t)w->o.argc, sizeof(*w->argv));
 		if (!w->argv)
 			goto fail;
@@ -848,7 +906,7 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	}
 	w->o.hostname = w->o.kernel = w->o.boot_id = w->o.tool_version = NULL;
 	w->o.argv = NULL;
-	w->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	w->page_size = copy && copy->page_size ? copy->page_size : (uint32_t)sysconf(_SC_PAGESIZE);
 	ncpu = w->o.ncpu ? w->o.ncpu : (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
 
 	w->cctx = ZSTD_createCCtx();

@@ -174,6 +174,58 @@ static void test_helpers(void **state)
 }
 
 /* Every record type, odd lengths, exact bytes back, header facts. */
+/* A derived file (recover, slice, merge) copies its input's header exactly:
+ * empty strings stay empty and argument boundaries survive. */
+static void test_copy_header(void **state)
+{
+	static const char *const argv[] = {"reelcap", "-w", "a b.reel", "",
+					   "--",      "sh", "-c",	"x y"};
+	char src[300], dst[300];
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .hostname = "", .kernel = "k9",
+		  .boot_id = "b9", .ncpu = 64, .argv = argv, .argc = 8, .abi_version = 5,
+		  .tool_version = "tv9", .snaplen = 4096, .file_seq = 7, .clock = {333, 444});
+	struct reel_header a, b;
+	struct reel_writer *w;
+	struct reel_reader *r;
+
+	(void)state;
+	tpath(src, sizeof(src), "copy_src.reel");
+	tpath(dst, sizeof(dst), "copy_dst.reel");
+	w = reel_writer__open(src, &o);
+	assert_non_null(w);
+	assert_int_equal(reel_writer__close(w), 0);
+	r = reel_reader__open(src, NULL);
+	assert_non_null(r);
+	a = *reel_reader__header(r);
+	reel_reader__close(r);
+	assert_int_equal(a.cmdline_raw_len, sizeof("reelcap\0-w\0a b.reel\0\0--\0sh\0-c\0x y") - 1);
+	assert_memory_equal(a.cmdline_raw, "reelcap\0-w\0a b.reel\0\0--\0sh\0-c\0x y",
+			    a.cmdline_raw_len);
+
+	REEL_OPTS(reel_writer_opts, d, .threads = -1, .copy_header = &a);
+	w = reel_writer__open(dst, &d);
+	assert_non_null(w);
+	assert_int_equal(reel_writer__close(w), 0);
+	r = reel_reader__open(dst, NULL);
+	assert_non_null(r);
+	b = *reel_reader__header(r);
+	reel_reader__close(r);
+	assert_string_equal(b.hostname, "");
+	assert_string_equal(b.kernel, "k9");
+	assert_string_equal(b.boot_id, "b9");
+	assert_int_equal(b.ncpu, 64);
+	assert_int_equal(b.page_size, a.page_size);
+	assert_int_equal(b.clock.mono_ns, 333);
+	assert_int_equal(b.clock.real_ns, 444);
+	assert_int_equal(b.abi_version, 5);
+	assert_string_equal(b.tool_version, "tv9");
+	assert_int_equal(b.snaplen, 4096);
+	assert_int_equal(b.file_seq, 7);
+	assert_string_equal(b.cmdline, a.cmdline);
+	assert_int_equal(b.cmdline_raw_len, a.cmdline_raw_len);
+	assert_memory_equal(b.cmdline_raw, a.cmdline_raw, a.cmdline_raw_len);
+}
+
 static void test_roundtrip_types(void **state)
 {
 	static const char *const argv[] = {"reelcap", "-o", "x.reel"};
@@ -1215,13 +1267,14 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_helpers),		 cmocka_unit_test(test_roundtrip_types),
-		cmocka_unit_test(test_cut_every_offset), cmocka_unit_test(test_bitflip),
-		cmocka_unit_test(test_unknown_type),	 cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_queue_full_drop),	 cmocka_unit_test(test_write_error),
-		cmocka_unit_test(test_pipe_closed),	 cmocka_unit_test(test_rotate),
-		cmocka_unit_test(test_perms_symlink),	 cmocka_unit_test(test_seek_tick),
-		cmocka_unit_test(test_not_reel),	 cmocka_unit_test(test_data_files),
+		cmocka_unit_test(test_helpers),		cmocka_unit_test(test_copy_header),
+		cmocka_unit_test(test_roundtrip_types), cmocka_unit_test(test_cut_every_offset),
+		cmocka_unit_test(test_bitflip),		cmocka_unit_test(test_unknown_type),
+		cmocka_unit_test(test_merge),		cmocka_unit_test(test_queue_full_drop),
+		cmocka_unit_test(test_write_error),	cmocka_unit_test(test_pipe_closed),
+		cmocka_unit_test(test_rotate),		cmocka_unit_test(test_perms_symlink),
+		cmocka_unit_test(test_seek_tick),	cmocka_unit_test(test_not_reel),
+		cmocka_unit_test(test_data_files),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -165,14 +165,10 @@ int tool_create_output(struct tool_out *o, const char *out, bool force, const st
 		       uint32_t block_bytes, uint32_t block_age_ms, const char *const *inputs,
 		       int ninputs)
 {
-	/* Header strings are passed even when empty: NULL would make the writer
-	 * fill them from the host running reeltool, not the one that captured. */
-	const char *argv1[1] = {h->cmdline};
+	/* Every header fact, the exact command line included, comes from the
+	 * input's header, not from the host running reeltool. */
 	REEL_OPTS(reel_writer_opts, wo, .threads = -1, /* compress inline: never drop a record */
-		  .hostname = h->hostname, .kernel = h->kernel, .boot_id = h->boot_id,
-		  .ncpu = h->ncpu, .argv = argv1, .argc = 1, .abi_version = h->abi_version,
-		  .tool_version = h->tool_version, .snaplen = h->snaplen, .file_seq = h->file_seq,
-		  .clock = h->clock, .block_bytes = block_bytes, .block_age_ms = block_age_ms);
+		  .copy_header = h, .block_bytes = block_bytes, .block_age_ms = block_age_ms);
 	const char *target = out;
 	struct stat st;
 	size_t len;
@@ -180,8 +176,6 @@ int tool_create_output(struct tool_out *o, const char *out, bool force, const st
 
 	memset(o, 0, sizeof(*o));
 	o->path = out;
-	if (!h->cmdline[0])
-		wo.argc = 0, wo.argv = NULL;
 	for (i = 0; i < ninputs; i++) {
 		if (same_file(inputs[i], out)) {
 			tool_err("%s: output is the input %s: refusing", out, inputs[i]);
