@@ -58,21 +58,41 @@ struct conn {
 	uint16_t server_port; /* host order, 0 if unknown */
 	uint32_t txns, txn_errors;
 
-	/* packet synthesis */
-	bool synth_started, synthetic_addr;
-	/* Both ends of this connection are traced and the other end's socket
-	 * (mirror_of) already stands for the flow in the packet output: two
-	 * flows with the same 4-tuple would be one stream to Wireshark. */
-	bool owns_tuple;
-	uint64_t mirror_of;
-	struct reel_pkt_ep ep[2]; /* [0] local (traced process), [1] remote */
-	uint32_t isn[2];	  /* per direction */
-	uint16_t ipid[2];
-	char *note[2];	  /* pending packet comment per direction (a hole) */
-	char *first_note; /* comment for the first synthesized packet */
+	/* packet synthesis: the flow of this socket, and where this conn's
+	 * positions start in it (a socket shared after fork() is one flow) */
+	struct flow *fl;
+	uint64_t base[2];
 
 	/* filters */
 	bool skipped; /* data dropped by --from: positions advanced silently */
+};
+
+/*
+ * The packet-output view of one socket: (host, ino). Every connection on the
+ * socket (the per-(tgid, fd) views of a socket shared after fork()) writes
+ * into it, so it is one TCP flow with one handshake and one FIN.
+ */
+struct flow {
+	struct flow *hnext;	    /* hash chain by (host, ino) */
+	struct flow *cnext, *cprev; /* flows waiting to close */
+	uint32_t host;
+	uint64_t ino;
+	int refs; /* open connections on it */
+	bool hashed, started, stream, synthetic_addr, owns_tuple, shared, closing;
+	uint64_t id;		  /* serial of its first connection */
+	uint64_t mirror_of;	  /* the other traced end's flow id stands for it */
+	struct reel_pkt_ep ep[2]; /* [0] the traced socket, [1] its peer */
+	uint32_t isn[2];	  /* per direction */
+	uint16_t ipid[2];
+	uint64_t pos[2]; /* socket stream positions written so far */
+	char *note[2];	 /* pending packet comment per direction (a hole) */
+	char *first_note;
+	/* the close that ended it, for the FIN written later */
+	uint64_t close_ts;
+	int close_end;
+	uint32_t close_file, close_tgid, close_tid;
+	int32_t close_fd;
+	char close_comm[REEL_COMM_LEN];
 };
 
 struct proc_info {

@@ -51,12 +51,16 @@ struct tuple_ent {
 	struct tuple_ent *next;
 	uint32_t host;
 	struct reel_pkt_ep a, b; /* ordered: a <= b */
-	struct conn *owner;
+	struct flow *owner;
 };
 
 #define TUPLE_BUCKETS 4096
 #define DGRAM_RING    256
 #define DGRAM_DUP_NS  1000000000ull
+#define FLOW_BUCKETS  16384
+/* A socket shared after fork() is closed by one process and used on by the
+ * other: its flow waits this long (event time) for a successor before FIN. */
+#define FLOW_GRACE_NS 1000000000ull
 
 struct hint {
 	int l4;
@@ -100,6 +104,8 @@ struct reel_pipeline {
 	uint32_t nloss;
 
 	struct tuple_ent *tuples[TUPLE_BUCKETS];
+	struct flow *flows[FLOW_BUCKETS];
+	struct flow *closing_head, *closing_tail;
 	/* recent datagrams, to write a datagram seen by both traced ends once */
 	struct {
 		uint64_t sig, ts, serial;
@@ -202,8 +208,9 @@ static bool conn_pass_static(const struct reel_pipeline *p, const struct conn *c
 
 		for (int i = 0; i < p->o.nports && !ok; i++)
 			ok = (c->have_tuple && (p->ports[i] == lp || p->ports[i] == rp)) ||
-			     (c->synth_started && (p->ports[i] == ntohs(c->ep[0].port) ||
-						   p->ports[i] == ntohs(c->ep[1].port)));
+			     (c->fl && c->fl->started &&
+			      (p->ports[i] == ntohs(c->fl->ep[0].port) ||
+			       p->ports[i] == ntohs(c->fl->ep[1].port)));
 		if (!ok)
 			return false;
 	}
@@ -359,9 +366,9 @@ static void add_hint(struct reel_pipeline *p, const struct conn *c)
 	uint16_t port;
 	int l4 = stream_like(c) ? 6 : 17;
 
-	if (!c->synth_started || !tshark_name(c->proto))
+	if (!c->fl->started || !tshark_name(c->proto))
 		return;
-	port = ntohs(c->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+	port = ntohs(c->fl->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
 	if (standard_port(c->proto, port))
 		return;
 	for (uint32_t i = 0; i < p->nhints; i++) {
@@ -421,54 +428,55 @@ static uint32_t tuple_hash(uint32_t host, const struct reel_pkt_ep *a, const str
 	return mix32(h) % TUPLE_BUCKETS;
 }
 
-static void tuple_key(const struct conn *c, struct reel_pkt_ep *a, struct reel_pkt_ep *b)
+static void tuple_key(const struct flow *fl, struct reel_pkt_ep *a, struct reel_pkt_ep *b)
 {
-	bool swap = ep_cmp(&c->ep[0], &c->ep[1]) > 0;
+	bool swap = ep_cmp(&fl->ep[0], &fl->ep[1]) > 0;
 
-	*a = c->ep[swap ? 1 : 0];
-	*b = c->ep[swap ? 0 : 1];
+	*a = fl->ep[swap ? 1 : 0];
+	*b = fl->ep[swap ? 0 : 1];
 }
 
-/* Claims the conn's 4-tuple for the packet output, or marks it a mirror of
- * the live connection that holds it (the other traced end). */
+/* Claims the flow's 4-tuple for the packet output, or marks it a mirror of
+ * the live flow that holds it (the other traced end of the connection). */
 static void tuple_claim(struct reel_pipeline *p, struct conn *c)
 {
+	struct flow *fl = c->fl;
 	struct reel_pkt_ep a, b;
 	struct tuple_ent *e;
 	uint32_t h;
 
-	if (c->synthetic_addr || !stream_like(c) || !c->remote.port)
+	if (fl->synthetic_addr || !stream_like(c) || !c->remote.port)
 		return;
-	tuple_key(c, &a, &b);
-	h = tuple_hash(c->host, &a, &b);
+	tuple_key(fl, &a, &b);
+	h = tuple_hash(fl->host, &a, &b);
 	for (e = p->tuples[h]; e; e = e->next) {
-		if (e->host == c->host && !ep_cmp(&e->a, &a) && !ep_cmp(&e->b, &b)) {
-			c->mirror_of = e->owner->serial;
+		if (e->host == fl->host && !ep_cmp(&e->a, &a) && !ep_cmp(&e->b, &b)) {
+			fl->mirror_of = e->owner->id;
 			return;
 		}
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return;
-	e->host = c->host;
+	e->host = fl->host;
 	e->a = a;
 	e->b = b;
-	e->owner = c;
+	e->owner = fl;
 	e->next = p->tuples[h];
 	p->tuples[h] = e;
-	c->owns_tuple = true;
+	fl->owns_tuple = true;
 }
 
-static void tuple_release(struct reel_pipeline *p, struct conn *c)
+static void tuple_release(struct reel_pipeline *p, struct flow *fl)
 {
 	struct reel_pkt_ep a, b;
 	struct tuple_ent **pp;
 
-	if (!c->owns_tuple)
+	if (!fl->owns_tuple)
 		return;
-	tuple_key(c, &a, &b);
-	for (pp = &p->tuples[tuple_hash(c->host, &a, &b)]; *pp; pp = &(*pp)->next) {
-		if ((*pp)->owner == c) {
+	tuple_key(fl, &a, &b);
+	for (pp = &p->tuples[tuple_hash(fl->host, &a, &b)]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->owner == fl) {
 			struct tuple_ent *e = *pp;
 
 			*pp = e->next;
@@ -476,26 +484,27 @@ static void tuple_release(struct reel_pipeline *p, struct conn *c)
 			break;
 		}
 	}
-	c->owns_tuple = false;
+	fl->owns_tuple = false;
 }
 
-static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
-		       uint32_t seq, uint32_t ack, const uint8_t *data, size_t len,
-		       const char *comment, uint32_t tid, const struct reel_endpoint *peer)
+static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
+		      uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack,
+		      const uint8_t *data, size_t len, const char *comment, uint32_t tid,
+		      const struct reel_endpoint *peer)
 {
-	struct reel_pkt_ep remote = c->ep[1];
+	struct reel_pkt_ep remote = fl->ep[1];
 	const struct reel_pkt_ep *src, *dst;
 	size_t n;
 	uint64_t real;
 
-	if (c->mirror_of)
+	if (fl->mirror_of)
 		return;
-	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == c->ep[0].v6)
+	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == fl->ep[0].v6)
 		ep_from(&remote, peer);
-	src = dir == REEL_DIR_EGRESS ? &c->ep[0] : &remote;
-	dst = dir == REEL_DIR_EGRESS ? &remote : &c->ep[0];
-	n = reel_pkt_build(p->pkt, 65536 + 128, src, dst, stream_like(c) ? 6 : 17, seq, ack, flags,
-			   c->ipid[dir]++, data, len);
+	src = dir == REEL_DIR_EGRESS ? &fl->ep[0] : &remote;
+	dst = dir == REEL_DIR_EGRESS ? &remote : &fl->ep[0];
+	n = reel_pkt_build(p->pkt, 65536 + 128, src, dst, stream ? 6 : 17, seq, ack, flags,
+			   fl->ipid[dir]++, data, len);
 	if (!n)
 		return;
 	if (p->have_bpf) {
@@ -504,12 +513,12 @@ static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_
 		if (!pcap_offline_filter(&p->bpf, &h, p->pkt))
 			return;
 	}
-	real = real_ns(p, c->file_idx, ts);
+	real = real_ns(p, file_idx, ts);
 	if (p->png) {
 		int e = reel_pcapng__packet(p->png, real, p->pkt, (uint32_t)n,
 					    dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
 								   : REEL_EPB_DIR_IN,
-					    c->id.tgid, tid, comment);
+					    pid, tid, comment);
 
 		if (e && !p->err)
 			p->err = e;
@@ -519,44 +528,54 @@ static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_
 	p->st.packets++;
 }
 
-/* Takes the pending notes of `dir` (and the first-packet note) into sb. */
-static void take_notes(struct conn *c, int dir, struct reel_sb *sb)
+static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
+		       uint32_t seq, uint32_t ack, const uint8_t *data, size_t len,
+		       const char *comment, uint32_t tid, const struct reel_endpoint *peer)
 {
-	if (c->first_note) {
-		reel_sb_puts(sb, c->first_note);
-		free(c->first_note);
-		c->first_note = NULL;
+	flow_emit(p, c->fl, stream_like(c), c->file_idx, c->id.tgid, dir, ts, flags, seq, ack, data,
+		  len, comment, tid, peer);
+}
+
+/* Takes the pending notes of `dir` (and the first-packet note) into sb. */
+static void take_notes(struct flow *fl, int dir, struct reel_sb *sb)
+{
+	if (fl->first_note) {
+		reel_sb_puts(sb, fl->first_note);
+		free(fl->first_note);
+		fl->first_note = NULL;
 	}
-	if (c->note[dir]) {
+	if (fl->note[dir]) {
 		if (sb->len)
 			reel_sb_puts(sb, "; ");
-		reel_sb_puts(sb, c->note[dir]);
-		free(c->note[dir]);
-		c->note[dir] = NULL;
+		reel_sb_puts(sb, fl->note[dir]);
+		free(fl->note[dir]);
+		fl->note[dir] = NULL;
 	}
 }
 
+/* Sequence number of this conn's stream byte `pos` in its socket's flow. */
 static uint32_t seq_at(const struct conn *c, int dir, uint64_t pos)
 {
-	return c->isn[dir] + 1 + (uint32_t)pos;
+	return c->fl->isn[dir] + 1 + (uint32_t)(c->base[dir] + pos);
 }
 
 static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 {
-	uint64_t key = ((uint64_t)c->id.tgid << 32) ^ (uint32_t)c->id.fd ^ (c->id.ino << 7) ^
+	/* the socket's identity: every process sharing it maps alike */
+	uint64_t key = (c->fl->ino ? c->fl->ino << 7 : c->fl->id * 0x9E3779B97F4A7C15ull) ^
 		       ((uint64_t)c->host << 56);
 	int cd, sd;
 	uint64_t t;
 	char note[320];
 	struct reel_sb sb;
 
-	if (c->synth_started)
+	if (c->fl->started)
 		return;
-	c->synth_started = true;
+	c->fl->started = true;
 	if (c->have_tuple && is_ip(&c->local)) {
-		ep_from(&c->ep[0], &c->local);
-		ep_from(&c->ep[1], &c->remote);
-		c->ep[1].v6 = c->ep[0].v6;
+		ep_from(&c->fl->ep[0], &c->local);
+		ep_from(&c->fl->ep[1], &c->remote);
+		c->fl->ep[1].v6 = c->fl->ep[0].v6;
 	} else {
 		uint32_t h = mix32(key);
 		uint16_t sport = default_port(c->proto), cport = (uint16_t)(32768 + h % 28000);
@@ -565,7 +584,7 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 
 		if (!sport)
 			sport = (uint16_t)(10000 + h % 10000);
-		c->synthetic_addr = true;
+		c->fl->synthetic_addr = true;
 		el.addr[0] = er.addr[0] = 127;
 		el.addr[1] = 77;
 		er.addr[1] = 78;
@@ -573,8 +592,8 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		el.addr[3] = er.addr[3] = (uint8_t)h;
 		el.port = htons(c->role == REEL_ROLE_SERVER ? sport : cport);
 		er.port = htons(c->role == REEL_ROLE_SERVER ? cport : sport);
-		ep_from(&c->ep[0], &el);
-		ep_from(&c->ep[1], &er);
+		ep_from(&c->fl->ep[0], &el);
+		ep_from(&c->fl->ep[1], &er);
 		reel_sb_init(&sb, note, sizeof(note));
 		if (c->unix_ino || c->l4 == REEL_L4_UNIX_STREAM || c->l4 == REEL_L4_UNIX_DGRAM)
 			reel_sb_printf(&sb,
@@ -586,16 +605,17 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		reel_sb_printf(&sb, " of %s pid %u fd %d shown as %s <-> %s", c->comm, c->id.tgid,
 			       c->id.fd, reel_endpoint_str(&el, a, sizeof(a)),
 			       reel_endpoint_str(&er, b, sizeof(b)));
-		free(c->first_note);
-		c->first_note = strdup(note);
+		free(c->fl->first_note);
+		c->fl->first_note = strdup(note);
 	}
 	if (!c->server_port)
-		c->server_port = ntohs(c->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+		c->server_port = ntohs(c->fl->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+	c->fl->stream = stream_like(c);
 	tuple_claim(p, c);
-	c->isn[0] = mix32(key ^ 0x5eed0001ull);
-	c->isn[1] = mix32(key ^ 0x5eed0002ull);
-	c->ipid[0] = (uint16_t)mix32(key ^ 3);
-	c->ipid[1] = (uint16_t)mix32(key ^ 4);
+	c->fl->isn[0] = mix32(key ^ 0x5eed0001ull);
+	c->fl->isn[1] = mix32(key ^ 0x5eed0002ull);
+	c->fl->ipid[0] = (uint16_t)mix32(key ^ 3);
+	c->fl->ipid[1] = (uint16_t)mix32(key ^ 4);
 	if (!stream_like(c))
 		return;
 
@@ -603,19 +623,19 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 	sd = !cd;
 	t = c->open_ts && c->open_ts <= ts ? c->open_ts : ts;
 	reel_sb_init(&sb, note, sizeof(note));
-	take_notes(c, cd, &sb);
+	take_notes(c->fl, cd, &sb);
 	if (!c->role_from_open)
 		reel_sb_printf(
 			&sb,
 			"%sreel: handshake synthesized (connection seen first on data, role %s)",
 			sb.len ? "; " : "",
 			c->role == REEL_ROLE_SERVER ? "server (inferred)" : "client (inferred)");
-	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->isn[cd], 0, NULL, 0, sb.len ? note : NULL, 0,
+	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->fl->isn[cd], 0, NULL, 0, sb.len ? note : NULL, 0,
 		   NULL);
-	synth_emit(p, c, sd, t, REEL_TCP_SYN | REEL_TCP_ACK, c->isn[sd], c->isn[cd] + 1, NULL, 0,
-		   NULL, 0, NULL);
-	synth_emit(p, c, cd, t, REEL_TCP_ACK, c->isn[cd] + 1, c->isn[sd] + 1, NULL, 0, NULL, 0,
-		   NULL);
+	synth_emit(p, c, sd, t, REEL_TCP_SYN | REEL_TCP_ACK, c->fl->isn[sd], c->fl->isn[cd] + 1,
+		   NULL, 0, NULL, 0, NULL);
+	synth_emit(p, c, cd, t, REEL_TCP_ACK, c->fl->isn[cd] + 1, c->fl->isn[sd] + 1, NULL, 0, NULL,
+		   0, NULL);
 }
 
 /* A datagram both traced ends saw (client sendto, server recvfrom) would be
@@ -624,18 +644,18 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 static bool dgram_seen(struct reel_pipeline *p, const struct conn *c, int dir,
 		       const struct reasm_chunk *ch)
 {
-	struct reel_pkt_ep remote = c->ep[1];
+	struct reel_pkt_ep remote = c->fl->ep[1];
 	const struct reel_pkt_ep *src, *dst;
 	uint64_t h = 0xcbf29ce484222325ull;
 	uint32_t n = p->ndgrams < DGRAM_RING ? p->ndgrams : DGRAM_RING;
 
-	if (c->synthetic_addr)
+	if (c->fl->synthetic_addr)
 		return false;
 	if ((ch->flags & REEL_DATAF_HAS_PEER) && is_ip(&ch->peer) &&
-	    (ch->peer.family == REEL_AF_INET6) == c->ep[0].v6)
+	    (ch->peer.family == REEL_AF_INET6) == c->fl->ep[0].v6)
 		ep_from(&remote, &ch->peer);
-	src = dir == REEL_DIR_EGRESS ? &c->ep[0] : &remote;
-	dst = dir == REEL_DIR_EGRESS ? &remote : &c->ep[0];
+	src = dir == REEL_DIR_EGRESS ? &c->fl->ep[0] : &remote;
+	dst = dir == REEL_DIR_EGRESS ? &remote : &c->fl->ep[0];
 	h = (h ^ mix32(((uint64_t)src->port << 16 | dst->port) ^ ((uint64_t)ch->cap << 32))) *
 	    0x100000001b3ull;
 	for (int i = 0; i < 16; i += 4) {
@@ -649,13 +669,13 @@ static bool dgram_seen(struct reel_pipeline *p, const struct conn *c, int dir,
 	for (uint32_t i = 0; i < ch->cap && i < 512; i++)
 		h = (h ^ ch->data[i]) * 0x100000001b3ull;
 	for (uint32_t i = 0; i < n; i++) {
-		if (p->dgrams[i].sig == h && p->dgrams[i].serial != c->serial &&
+		if (p->dgrams[i].sig == h && p->dgrams[i].serial != c->fl->id &&
 		    ch->ts - p->dgrams[i].ts + DGRAM_DUP_NS <= 2 * DGRAM_DUP_NS)
 			return true;
 	}
 	p->dgrams[p->ndgrams % DGRAM_RING].sig = h;
 	p->dgrams[p->ndgrams % DGRAM_RING].ts = ch->ts;
-	p->dgrams[p->ndgrams % DGRAM_RING].serial = c->serial;
+	p->dgrams[p->ndgrams % DGRAM_RING].serial = c->fl->id;
 	p->ndgrams++;
 	return false;
 }
@@ -673,9 +693,9 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	synth_start(p, c, ch->ts);
 	if (!stream_like(c) && dgram_seen(p, c, dir, ch))
 		return;
-	mss = reel_pkt_mss(c->ep[0].v6, stream_like(c) ? 6 : 17);
+	mss = reel_pkt_mss(c->fl->ep[0].v6, stream_like(c) ? 6 : 17);
 	reel_sb_init(&sb, note, sizeof(note));
-	take_notes(c, dir, &sb);
+	take_notes(c->fl, dir, &sb);
 	reel_sb_printf(&sb, "%s%s pid %u tid %u fd %d %s%s", sb.len ? "; " : "",
 		       c->comm[0] ? c->comm : "?", c->id.tgid, ch->tid, c->id.fd,
 		       reel_syscall_name(ch->syscall), ch->flags & REEL_DATAF_TLS ? " tls" : "");
@@ -694,49 +714,164 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, NULL);
 }
 
-static void synth_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end)
+static uint32_t flow_hash(uint32_t host, uint64_t ino)
+{
+	return mix32(((uint64_t)host << 48) ^ ino) % FLOW_BUCKETS;
+}
+
+static void closing_unlink(struct reel_pipeline *p, struct flow *fl)
+{
+	if (!fl->closing)
+		return;
+	if (fl->cprev)
+		fl->cprev->cnext = fl->cnext;
+	else
+		p->closing_head = fl->cnext;
+	if (fl->cnext)
+		fl->cnext->cprev = fl->cprev;
+	else
+		p->closing_tail = fl->cprev;
+	fl->cnext = fl->cprev = NULL;
+	fl->closing = false;
+}
+
+static void flow_free(struct reel_pipeline *p, struct flow *fl)
+{
+	closing_unlink(p, fl);
+	if (fl->hashed) {
+		struct flow **pp = &p->flows[flow_hash(fl->host, fl->ino)];
+
+		while (*pp && *pp != fl)
+			pp = &(*pp)->hnext;
+		if (*pp)
+			*pp = fl->hnext;
+	}
+	tuple_release(p, fl);
+	free(fl->note[0]);
+	free(fl->note[1]);
+	free(fl->first_note);
+	free(fl);
+}
+
+/* The flow of a connection's socket: found by (host, ino), else new. */
+static struct flow *flow_get(struct reel_pipeline *p, uint32_t host, uint64_t ino, uint64_t id)
+{
+	uint32_t h = flow_hash(host, ino);
+	struct flow *fl;
+
+	if (ino) {
+		for (fl = p->flows[h]; fl; fl = fl->hnext) {
+			if (fl->host == host && fl->ino == ino) {
+				closing_unlink(p, fl); /* a successor: no FIN yet */
+				return fl;
+			}
+		}
+	}
+	fl = calloc(1, sizeof(*fl));
+	if (!fl)
+		return NULL;
+	fl->host = host;
+	fl->ino = ino;
+	fl->id = id;
+	if (ino) {
+		fl->hashed = true;
+		fl->hnext = p->flows[h];
+		p->flows[h] = fl;
+	}
+	return fl;
+}
+
+/* Writes how the flow ended (FIN exchange, RST, or the pending hole notes)
+ * and frees it. */
+static void flow_finish(struct reel_pipeline *p, struct flow *fl)
 {
 	char n0[1024], n1[1024];
 	struct reel_sb a, b;
-	uint32_t e, r;
+	uint32_t e, r, f = fl->close_file, pid = fl->close_tgid;
+	uint64_t ts = fl->close_ts;
 
-	if ((!p->png && !p->pcw) || !conn_pass(p, c))
-		return;
-	synth_start(p, c, ts);
+	if (!fl->started || (!p->png && !p->pcw) || !fl->stream)
+		goto out;
 	reel_sb_init(&a, n0, sizeof(n0));
 	reel_sb_init(&b, n1, sizeof(n1));
-	take_notes(c, REEL_DIR_EGRESS, &a);
-	take_notes(c, REEL_DIR_INGRESS, &b);
-	if (!stream_like(c))
-		return;
-	e = seq_at(c, REEL_DIR_EGRESS, c->rs[REEL_DIR_EGRESS].next);
-	r = seq_at(c, REEL_DIR_INGRESS, c->rs[REEL_DIR_INGRESS].next);
-	switch (end) {
+	take_notes(fl, REEL_DIR_EGRESS, &a);
+	take_notes(fl, REEL_DIR_INGRESS, &b);
+	e = fl->isn[REEL_DIR_EGRESS] + 1 + (uint32_t)fl->pos[REEL_DIR_EGRESS];
+	r = fl->isn[REEL_DIR_INGRESS] + 1 + (uint32_t)fl->pos[REEL_DIR_INGRESS];
+	switch (fl->close_end) {
 	case CONN_END_CLOSE:
-		reel_sb_printf(&a, "%sreel: close() by %s pid %u fd %d", a.len ? "; " : "", c->comm,
-			       c->id.tgid, c->id.fd);
-		synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, e, r, NULL, 0,
-			   n0, c->last_tid, NULL);
-		synth_emit(p, c, REEL_DIR_INGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, r, e + 1, NULL,
-			   0, b.len ? n1 : NULL, 0, NULL);
-		synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e + 1, r + 1, NULL, 0, NULL, 0,
-			   NULL);
+		reel_sb_printf(&a, "%sreel: close() by %s pid %u fd %d", a.len ? "; " : "",
+			       fl->close_comm[0] ? fl->close_comm : "?", fl->close_tgid,
+			       fl->close_fd);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, e,
+			  r, NULL, 0, n0, fl->close_tid, NULL);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_INGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, r,
+			  e + 1, NULL, 0, b.len ? n1 : NULL, 0, NULL);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e + 1, r + 1,
+			  NULL, 0, NULL, 0, NULL);
 		break;
 	case CONN_END_RESET:
 		reel_sb_printf(&a, "%sreel: socket gone without a close() we saw (fd reused)",
 			       a.len ? "; " : "");
-		synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_RST | REEL_TCP_ACK, e, r, NULL, 0,
-			   n0, 0, NULL);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_RST | REEL_TCP_ACK, e,
+			  r, NULL, 0, n0, 0, NULL);
 		break;
-	case CONN_END_CAPTURE:
+	default:
 		if (a.len)
-			synth_emit(p, c, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e, r, NULL, 0, n0, 0,
-				   NULL);
+			flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e, r,
+				  NULL, 0, n0, 0, NULL);
 		if (b.len)
-			synth_emit(p, c, REEL_DIR_INGRESS, ts, REEL_TCP_ACK, r, e, NULL, 0, n1, 0,
-				   NULL);
+			flow_emit(p, fl, true, f, pid, REEL_DIR_INGRESS, ts, REEL_TCP_ACK, r, e,
+				  NULL, 0, n1, 0, NULL);
 		break;
 	}
+out:
+	flow_free(p, fl);
+}
+
+/* A connection ends: its positions and close go to its socket's flow, which
+ * ends with it unless another process still holds (or may soon use) the
+ * socket. */
+static void flow_leave(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end)
+{
+	struct flow *fl = c->fl;
+
+	if (!fl)
+		return;
+	if ((p->png || p->pcw) && conn_pass(p, c))
+		synth_start(p, c, ts); /* a connection without data still shows */
+	for (int d = 0; d < 2; d++)
+		if (c->base[d] + c->rs[d].next > fl->pos[d])
+			fl->pos[d] = c->base[d] + c->rs[d].next;
+	fl->close_ts = ts;
+	fl->close_end = end;
+	fl->close_file = c->file_idx;
+	fl->close_tgid = c->id.tgid;
+	fl->close_tid = c->last_tid;
+	fl->close_fd = c->id.fd;
+	memcpy(fl->close_comm, c->comm, sizeof(fl->close_comm));
+	c->fl = NULL;
+	if (--fl->refs > 0)
+		return;
+	if (fl->shared && fl->hashed && end != CONN_END_CAPTURE) {
+		fl->closing = true;
+		fl->cprev = p->closing_tail;
+		fl->cnext = NULL;
+		if (p->closing_tail)
+			p->closing_tail->cnext = fl;
+		else
+			p->closing_head = fl;
+		p->closing_tail = fl;
+		return;
+	}
+	flow_finish(p, fl);
+}
+
+/* Flows whose grace after the last close has passed at event time `now`. */
+static void flows_expire(struct reel_pipeline *p, uint64_t now)
+{
+	while (p->closing_head && p->closing_head->close_ts + FLOW_GRACE_NS < now)
+		flow_finish(p, p->closing_head);
 }
 
 /* ------------------------------------------------------------------ */
@@ -974,6 +1109,8 @@ static void on_data(void *ctx, int dir, const struct reasm_chunk *ch)
 	struct reel_pipeline *p = c->p;
 
 	c->captured[dir] += ch->cap;
+	if (c->fl && c->base[dir] + ch->pos + ch->len > c->fl->pos[dir])
+		c->fl->pos[dir] = c->base[dir] + ch->pos + ch->len;
 	if (c->role == REEL_ROLE_UNKNOWN)
 		infer_role(c, dir, ch->data, ch->cap);
 	l7_feed(p, c, dir, ch);
@@ -1023,8 +1160,8 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	p->st.hole_bytes += len;
 	p->tot.holes++;
 	reel_sb_init(&sb, buf, sizeof(buf));
-	if (c->note[dir]) {
-		reel_sb_puts(&sb, c->note[dir]);
+	if (c->fl->note[dir]) {
+		reel_sb_puts(&sb, c->fl->note[dir]);
 		reel_sb_puts(&sb, "; ");
 	}
 	reel_sb_printf(&sb, "reel: %" PRIu64 " bytes missing here at stream position %" PRIu64 " (",
@@ -1058,8 +1195,8 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		break;
 	}
 	reel_sb_putc(&sb, ')');
-	free(c->note[dir]);
-	c->note[dir] = strdup(buf);
+	free(c->fl->note[dir]);
+	c->fl->note[dir] = strdup(buf);
 	if (c->parser)
 		c->parser->hole(c->pst, (enum reel_l7_dir)l7dir(c, dir), ts, pos, len, &emit);
 }
@@ -1098,8 +1235,8 @@ static void fmt_conn_json(struct reel_pipeline *p, const struct conn *c, uint64_
 		       e->hole_bytes + i->hole_bytes, e->dup_bytes + i->dup_bytes, c->txns,
 		       c->txn_errors, c->tls ? "true" : "false");
 	/* both ends traced: the packets of this flow are those of the other end */
-	if (c->mirror_of)
-		reel_sb_printf(sb, ",\"packets_from_conn\":%" PRIu64, c->mirror_of);
+	if (c->fl->mirror_of)
+		reel_sb_printf(sb, ",\"packets_from_conn\":%" PRIu64, c->fl->mirror_of);
 	reel_sb_putc(sb, '}');
 }
 
@@ -1117,7 +1254,6 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 		c->parser = NULL;
 		c->pst = NULL;
 	}
-	synth_end(p, c, ts, end);
 	if (conn_pass(p, c)) {
 		add_hint(p, c);
 		if (p->sum) {
@@ -1135,13 +1271,10 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 			sink_err(p, p->o.json);
 		}
 	}
-	tuple_release(p, c);
+	flow_leave(p, c, ts, end);
 	conn_remove(&p->ct, c);
 	reasm_free(&c->rs[0]);
 	reasm_free(&c->rs[1]);
-	free(c->note[0]);
-	free(c->note[1]);
-	free(c->first_note);
 	free(c);
 }
 
@@ -1163,9 +1296,19 @@ static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 	c = conn_insert(&p->ct, host, id);
 	if (!c)
 		return NULL;
+	c->serial = ++p->serial;
+	c->fl = flow_get(p, host, id->ino, c->serial);
+	if (!c->fl) {
+		conn_remove(&p->ct, c);
+		free(c);
+		return NULL;
+	}
+	/* a socket already used by another process (fork): continue its flow */
+	c->fl->refs++;
+	c->base[0] = c->fl->pos[0];
+	c->base[1] = c->fl->pos[1];
 	c->p = p;
 	c->file_idx = file_idx;
-	c->serial = ++p->serial;
 	c->open_ts = ts;
 	pi = proc_find(&p->ct, host, id->tgid);
 	if (pi) {
@@ -1416,6 +1559,8 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		return;
 	}
 	p->st.events++;
+	if (p->closing_head)
+		flows_expire(p, ev.ts_ns);
 	if (!p->have_t0) {
 		p->t0 = ev.ts_ns;
 		p->have_t0 = true;
@@ -1454,9 +1599,14 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 			 strlen(ev.exec.filename));
 		break;
 	case REEL_EVENT_PROC_FORK: {
-		struct proc_info *parent =
-			proc_find(&p->ct, host_of(p, ev.file_idx), ev.fork.hdr.tgid);
+		uint32_t host = host_of(p, ev.file_idx);
+		struct proc_info *parent = proc_find(&p->ct, host, ev.fork.hdr.tgid);
 		char exe[128];
+
+		/* the child holds the parent's sockets too */
+		for (struct conn *c = p->ct.head; c; c = c->next)
+			if (c->host == host && c->id.tgid == ev.fork.hdr.tgid && c->fl)
+				c->fl->shared = true;
 
 		memcpy(exe, parent ? parent->exe : "", parent ? sizeof(exe) : 1);
 		proc_set(p, ev.file_idx, ev.fork.child_tgid, ev.fork.comm, exe, strlen(exe));
@@ -1781,6 +1931,8 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 
 		conn_end(p, c, ts, CONN_END_CAPTURE, NULL);
 	}
+	while (p->closing_head)
+		flow_finish(p, p->closing_head);
 	if (p->sum) {
 		reel_pipeline__stats(p, &p->st);
 		p->tot.records = p->st.records;
@@ -1830,14 +1982,16 @@ void reel_pipeline__free(struct reel_pipeline *p)
 
 		if (c->parser)
 			c->parser->free_state(c->pst);
+		if (c->fl && --c->fl->refs <= 0 && !c->fl->hashed)
+			flow_free(p, c->fl);
 		conn_remove(&p->ct, c);
 		reasm_free(&c->rs[0]);
 		reasm_free(&c->rs[1]);
-		free(c->note[0]);
-		free(c->note[1]);
-		free(c->first_note);
 		free(c);
 	}
+	for (uint32_t i = 0; i < FLOW_BUCKETS; i++)
+		while (p->flows[i])
+			flow_free(p, p->flows[i]);
 	for (uint32_t i = 0; i < TUPLE_BUCKETS; i++) {
 		while (p->tuples[i]) {
 			struct tuple_ent *e = p->tuples[i];

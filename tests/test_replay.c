@@ -981,6 +981,55 @@ static void test_both_ends_one_flow(void **state)
 	ts_free(&s);
 }
 
+/* A socket accepted by a parent and served by its child after fork() (the
+ * postmaster/backend and dnsmasq TCP pattern): the parent closes its fd
+ * first; the child's view of the socket starts at position 0. One flow. */
+static void test_fork_shared_socket(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[256], b1[256];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("fork.pcapng"));
+	struct run r = {0};
+	struct reel_ev_proc_fork fk;
+	const char *req = "GET /f HTTP/1.1\r\nHost: f\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 900, 7, 3003, 8080, 41001, REEL_ROLE_SERVER, REEL_L4_TCP);
+	memset(&fk, 0, sizeof(fk));
+	ts_hdr(&fk.hdr, REEL_EV_PROC_FORK, sizeof(fk), T0 + 2, 900);
+	fk.child_tgid = 901;
+	strcpy(fk.comm, "server");
+	ts_add(&s, REEL_REC_SAMPLE, 0, T0 + 2, &fk, sizeof(fk));
+	ts_close(&s, 0, T0 + 3, 900, 7, 3003, 0, 0);
+	/* the child: first seen on data (CONN_OPEN role unknown in the kernel's
+	 * stream; a DATA alone does the same here) */
+	ts_data(&s, 1, T0 + 1000, 901, 7, 3003, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 2000, 901, 7, 3003, REEL_DIR_EGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_close(&s, 1, T0 + 3000, 901, 7, 3003, rs, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"conn\""), 2);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("fork.pcapng"), 41001, &rb);
+	/* one handshake, request + ACK, response + ACK, one FIN exchange */
+	assert_int_equal(rb.syn, 2);
+	assert_int_equal(rb.fin, 2);
+	assert_int_equal(rb.packets, 3 + 4 + 3);
+	assert_int_equal(rb.dir[0].max_end, rq);
+	assert_int_equal(rb.dir[1].max_end, rs);
+	assert_memory_equal(b0, req, rq);
+	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+	ts_free(&s);
+}
+
 /* IPv6 and UDP: packets parse back with the right addresses, lengths and
  * (when tshark is there) valid checksums. */
 static void test_ipv6_and_udp(void **state)
@@ -1280,6 +1329,7 @@ int main(void)
 		cmocka_unit_test(test_bpf_filter_and_pcap),
 		cmocka_unit_test(test_unix_and_inferred_role),
 		cmocka_unit_test(test_both_ends_one_flow),
+		cmocka_unit_test(test_fork_shared_socket),
 		cmocka_unit_test(test_ipv6_and_udp),
 		cmocka_unit_test(test_reelplay_cli),
 		cmocka_unit_test(test_reelplay_damaged),
