@@ -34,6 +34,9 @@ struct stream {
 	struct ival *v;
 	size_t n, cap;
 	uint64_t compared, mismatched_chunks, length_only, truncated;
+	bool has_seq_base;
+	uint32_t seq_base; /* tcp_seq - stream_pos: the same for every chunk of a stream */
+	uint64_t seq_bad;
 };
 
 struct pconn {
@@ -184,12 +187,35 @@ static void on_data(const uint8_t *p, uint32_t len)
 				    ev.cap_len, len, ev.hdr.size);
 	if (ev.l4 != expect_l4(c))
 		errorf(c, "DATA l4 %u", ev.l4);
+	/* unconnected UDP (sr, msg) names the other end in every datagram */
+	if (is_udp(c) && (!strcmp(c->variant, "sr") || !strcmp(c->variant, "msg")) &&
+	    (!(ev.flags & REEL_DATAF_HAS_PEER) || ntohs(ev.peer.port) != c->port[!side]))
+		errorf(c, "%s %s: datagram at %llu: peer %s port %u, want %u",
+		       side ? "server" : "client", ev.dir ? "in" : "out",
+		       (unsigned long long)ev.stream_pos,
+		       ev.flags & REEL_DATAF_HAS_PEER ? "set" : "missing", ntohs(ev.peer.port),
+		       c->port[!side]);
 	s = &c->st[side][ev.dir & 1];
 	if (s->n == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 64;
 		s->v = realloc(s->v, s->cap * sizeof(*s->v));
 	}
 	s->v[s->n++] = (struct ival){ev.stream_pos, ev.len, ev.cap_len, ev.flags};
+	if (ev.flags & REEL_DATAF_HAS_SEQ) {
+		uint32_t base = ev.tcp_seq - (uint32_t)ev.stream_pos;
+
+		if (!s->has_seq_base) {
+			s->has_seq_base = true;
+			s->seq_base = base;
+		} else if (base != s->seq_base && !s->seq_bad++) {
+			errorf(c, "%s %s: tcp_seq %u at pos %llu, want %u",
+			       side ? "server" : "client", ev.dir ? "in" : "out", ev.tcp_seq,
+			       (unsigned long long)ev.stream_pos,
+			       s->seq_base + (uint32_t)ev.stream_pos);
+		}
+	} else if (expect_l4(c) == REEL_L4_TCP) {
+		errorf(c, "DATA on TCP without HAS_SEQ");
+	}
 	if (ev.flags & REEL_DATAF_LENGTH_ONLY)
 		s->length_only += ev.len;
 	if (ev.flags & REEL_DATAF_TRUNCATED)
@@ -404,6 +430,15 @@ int main(int argc, char **argv)
 					       (unsigned long long)s->truncated,
 					       (unsigned long long)s->length_only, s->n);
 			}
+		}
+		/* the sender's write_seq and the receiver's copied_seq number the
+		 * same bytes: both ends of a direction must agree */
+		for (int dir = 0; dir < 2; dir++) {
+			struct stream *a = &pc->st[0][dir], *b = &pc->st[1][!dir];
+
+			if (a->has_seq_base && b->has_seq_base && a->seq_base != b->seq_base)
+				errorf(pc, "%s: client and server tcp_seq differ (%u vs %u)",
+				       dir ? "s2c" : "c2s", a->seq_base, b->seq_base);
 		}
 		if (pc->errors)
 			fails++;
