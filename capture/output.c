@@ -260,11 +260,13 @@ int out_tick(struct out *out, uint64_t now)
 	if (!out->o->file_size || out->rotate_failed)
 		return 0;
 	reel_writer__stats(out->w, &st);
-	if (st.file_bytes >= out->o->file_size && out_rotate(out)) {
+	if (st.file_bytes < out->o->file_size)
+		return 0;
+	if (out_rotate(out)) {
 		out->rotate_failed = true; /* keep writing the current file */
 		return 0;
 	}
-	return 0;
+	return 1;
 }
 
 void out_stats(const struct out *out, struct reel_writer_stats *st)

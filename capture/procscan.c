@@ -237,7 +237,7 @@ static bool in_scope(const struct proc_entry *e, const struct cap_opts *o, const
 {
 	if (e->pid == (uint32_t)getpid())
 		return false;
-	if (npids && !has_pid(pids, npids, e->pid))
+	if (pids && !has_pid(pids, npids, e->pid))
 		return false;
 	if (o->has_comm && strncmp(e->comm, o->comm, 15) != 0)
 		return false;

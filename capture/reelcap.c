@@ -469,6 +469,29 @@ static void detach_parallel(struct reel_trace *skel)
 		pthread_join(th[i], NULL);
 }
 
+/* PROC records for a new file after rotation: the processes in scope now
+ * (with a pid filter: the kernel's pid set, which fork has grown). */
+static void write_procs(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter,
+			struct out *out)
+{
+	static uint32_t set[16384];
+	struct proc_scan ps = {};
+	uint32_t key, next, *prev = NULL;
+	int n = 0;
+
+	if (pid_filter) {
+		while (n < 16384 &&
+		       !bpf_map__get_next_key(skel->maps.pids, prev, &next, sizeof(next))) {
+			set[n++] = next;
+			key = next;
+			prev = &key;
+		}
+	}
+	if (procscan_read(&ps) == 0)
+		procscan_write(&ps, o, pid_filter ? set : NULL, n, out);
+	procscan_free(&ps);
+}
+
 static int child_status_exit(int status)
 {
 	if (WIFEXITED(status))
@@ -490,7 +513,7 @@ int main(int argc, char **argv)
 	int npids = 0, out_fd = -1, go_fd = -1, err, ret = 1;
 	pid_t child = 0;
 	int child_status = 0;
-	bool child_done = false;
+	bool child_done = false, pid_filter = false;
 	uint64_t t0, last_all, last_clock, last_stats, last_line, keep_caps = 0;
 	uint64_t ks[5];
 	struct reel_writer_stats ws;
@@ -565,7 +588,8 @@ int main(int argc, char **argv)
 			-err);
 		goto out;
 	}
-	err = set_rodata(skel, o, npids > 0);
+	pid_filter = npids > 0;
+	err = set_rodata(skel, o, pid_filter);
 	if (!err)
 		err = reel_trace__load(skel);
 	if (err) {
@@ -644,7 +668,12 @@ int main(int argc, char **argv)
 		now = mono_ns();
 		if (all)
 			last_all = now;
-		out_tick(out, now);
+		if (out_tick(out, now) == 1) {
+			/* a rotated file stands alone: clock pair and process table */
+			write_clock(out);
+			last_clock = now;
+			write_procs(skel, o, pid_filter, out);
+		}
 		if (now - last_clock >= CLOCK_PERIOD_NS) {
 			write_clock(out);
 			last_clock = now;

@@ -58,7 +58,8 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
  * dropped and counted; see reel_writer__append). */
 int out_append(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 	       uint32_t alen, const void *b, uint32_t blen);
-/* Periodic work: closes old blocks, rotates by size. Returns <0 on a fatal error. */
+/* Periodic work: closes old blocks, rotates by size. Returns 1 when it
+ * started a new file, else 0. */
 int out_tick(struct out *out, uint64_t now);
 void out_stats(const struct out *out, struct reel_writer_stats *st);
 int out_files(const struct out *out);
@@ -120,7 +121,8 @@ struct proc_scan {
 int procscan_read(struct proc_scan *ps);
 /* Adds to pids[] every descendant of the pids already in it (by ppid). */
 int procscan_descendants(const struct proc_scan *ps, uint32_t *pids, int *npids, int max);
-/* Writes a PROC record for each process in scope of the options. */
+/* Writes a PROC record for each process in scope of the options; pids NULL
+ * means no pid filter. */
 int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const uint32_t *pids,
 		   int npids, struct out *out);
 void procscan_free(struct proc_scan *ps);
