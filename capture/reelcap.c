@@ -313,7 +313,7 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
 /* libbpf attaches syscall tracepoints through tracefs: mount it if missing. */
 static void ensure_tracefs(bool quiet)
 {
-	if (access("/sys/kernel/tracing/events/syscalls", F_OK) == 0 ||
+	if (geteuid() != 0 || access("/sys/kernel/tracing/events/syscalls", F_OK) == 0 ||
 	    access("/sys/kernel/debug/tracing/events/syscalls", F_OK) == 0)
 		return;
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
