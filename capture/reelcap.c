@@ -738,8 +738,10 @@ out:
 	reel_trace__destroy(skel);
 	out_close(out, NULL);
 	procscan_free(&ps);
-	if (out_fd >= 0)
+	if (out_fd >= 0) { /* setup failed before anything was written */
 		close(out_fd);
+		unlink(o->out_path);
+	}
 	if (go_fd >= 0)
 		close(go_fd); /* an unreleased command exits 126 */
 	if (child && !child_done)
