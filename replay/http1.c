@@ -858,7 +858,7 @@ static void h1_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, c
 static void partial_request(struct h1_conn *c, uint32_t flag)
 {
 	struct h1_dir *d = &c->d[REEL_L7_REQ];
-	const uint8_t *p = d->s.buf + d->s.off;
+	const uint8_t *p = d->s.len ? d->s.buf + d->s.off : NULL;
 	struct h1_entry *e = push_entry(c);
 
 	e->t.flags |= flag;
@@ -880,7 +880,7 @@ static void partial_request(struct h1_conn *c, uint32_t flag)
 static void partial_response(struct h1_conn *c, uint32_t flag)
 {
 	struct h1_dir *d = &c->d[REEL_L7_RESP];
-	const uint8_t *p = d->s.buf + d->s.off;
+	const uint8_t *p = d->s.len ? d->s.buf + d->s.off : NULL;
 	uint64_t seq;
 	struct h1_entry *e = resp_target(c, &seq);
 

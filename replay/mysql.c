@@ -307,8 +307,10 @@ static void finish(struct my_conn *c, struct my_pending *e, uint64_t end)
 {
 	struct my_dir *d = &c->d[REEL_L7_RESP];
 
-	e->t.resp_end_ts = l7_stream_ts(&d->s, end ? end - 1 : 0);
-	e->t.resp_bytes = end - e->t.resp_stream_pos;
+	if (e->resp_seen) {
+		e->t.resp_end_ts = l7_stream_ts(&d->s, end ? end - 1 : 0);
+		e->t.resp_bytes = end - e->t.resp_stream_pos;
+	}
 	if (e->t.status < 0 && !(e->t.flags & (REEL_TXNF_HOLE_RESP | REEL_TXNF_NO_RESP)))
 		e->t.status = 0;
 	if (e->cmd == 0x17 && !strncmp(e->t.target, "stmt=", 5)) {
@@ -614,9 +616,10 @@ static int check_pkt(const uint8_t *p, size_t n, int dir)
 	if (dir == REEL_L7_REQ) {
 		if (seq != 0)
 			return NO;
-		if (n < 4 + (size_t)len && len <= 64)
+		/* Decide on the same bytes however they arrive: up to 64. */
+		if (n < 4 + (size_t)(len < 64 ? len : 64))
 			return MORE;
-		return plausible_cmd(p + 4, n - 4 < len ? n - 4 : len) ? YES : NO;
+		return plausible_cmd(p + 4, len < 64 ? len : 64) ? YES : NO;
 	}
 	if (seq != 1 || len > 256)
 		return NO;

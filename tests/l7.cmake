@@ -20,3 +20,10 @@ reel_unit_test(test_l7_dns SOURCES test_l7_dns.c LIBS reel_l7)
 reel_unit_test(test_l7_redis SOURCES test_l7_redis.c LIBS reel_l7)
 reel_unit_test(test_l7_pgsql SOURCES test_l7_pgsql.c LIBS reel_l7)
 reel_unit_test(test_l7_mysql SOURCES test_l7_mysql.c LIBS reel_l7)
+
+# Fuzz targets: tests/fuzz/fuzz_<parser>.c over tests/fuzz/fuzz_l7.h; seed
+# corpora in tests/fuzz/corpus/<parser>/ (written from the unit tests' exact
+# exchanges with REEL_L7_CORPUS=dir, plus edge cases and fixed crashers).
+foreach(p http1 http2 dns redis pgsql mysql)
+	reel_fuzz_target(${p} LIBS reel_l7)
+endforeach()

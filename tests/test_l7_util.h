@@ -126,12 +126,54 @@ static void dump_txn(const struct reel_txn *t)
 		(unsigned long long)t->resp_ts, (unsigned long long)t->resp_end_ts);
 }
 
+/*
+ * With REEL_L7_CORPUS=dir set, each script is also written as a fuzz input
+ * (tests/fuzz/fuzz_l7.h format) to dir/<proto>/<proto>-<n>.
+ */
+static void dump_corpus(const struct reel_l7_parser *pp, const struct op *ops, size_t nops,
+			bool datagram)
+{
+	static unsigned count;
+	const char *dir = getenv("REEL_L7_CORPUS");
+	char path[512];
+	FILE *f;
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s/%s-%u", dir, pp->name, pp->name, count++);
+	f = fopen(path, "wb");
+	if (!f)
+		return;
+	fputc(datagram ? 1 : 0, f);
+	for (size_t i = 0; i < nops; i++) {
+		const struct op *o = &ops[i];
+		size_t off = 0;
+
+		do {
+			size_t n = o->len - off > 65535 ? 65535 : o->len - off;
+			uint8_t h =
+				(uint8_t)(o->dir | (o->kind == OP_HOLE ? 0x80 : ((i % 3) << 1)));
+
+			if (o->kind == OP_HOLE)
+				n = o->len > 65535 ? 65535 : o->len;
+			fputc(h, f);
+			fputc((int)(n & 0xff), f);
+			fputc((int)(n >> 8), f);
+			if (o->kind == OP_DATA)
+				fwrite((const uint8_t *)o->p + off, 1, n, f);
+			off += n;
+		} while (o->kind == OP_DATA && off < o->len);
+	}
+	fclose(f);
+}
+
 /* Runs whole, byte by byte and in random splits: all must agree exactly. */
 static void run_ops(const struct reel_l7_parser *pp, const struct op *ops, size_t nops,
 		    bool datagram, struct collect *out)
 {
 	static struct collect other;
 
+	dump_corpus(pp, ops, nops, datagram);
 	run_ops_mode(pp, ops, nops, 0, datagram, out);
 	if (datagram)
 		return;
