@@ -401,9 +401,9 @@ static __always_inline void emit_close(void *ctx, __u32 tgid, int fd, const stru
 }
 
 /* The connection state for (tgid, fd) with generation si->ino: found, or
- * created (closing a stale generation first and announcing the new one with
- * `role`). `fresh` forces a new generation even when the inode matches
- * (accept on a number whose close we missed cannot keep old positions). */
+ * created (a stale generation, whose close was not seen, gets its CONN_CLOSE
+ * first; the new one is announced with `role`). With `announce`, a found
+ * connection is announced again (connect on a known UDP socket). */
 static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd,
 						   const struct sock_info *si, __u8 role, __u16 sys,
 						   int ret, bool announce)
@@ -437,8 +437,8 @@ static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd
 /* ------------------------------------------------------------------ */
 /* Payload walk                                                        */
 
-/* Emits the pending chunk (fill captured bytes), or, with `tail`, a chunk
- * covering the rest of the message with no payload. */
+/* Emits a chunk of `len` stream bytes starting at chunk_off, `cap` of them
+ * captured in the scratch buffer (cap 0 for a truncated or length-only one). */
 static __always_inline void flush_chunk(void *ctx, struct scratch *s, __u32 len, __u32 cap,
 					__u32 flags)
 {
