@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# bench_capture: the capture's cost and size, as ratios against references
+# measured in the same run on the same host (run as root; not part of ctest):
+#   a) wrk requests/s against nginx (keep-alive; 1 KiB and 64 KiB bodies) with
+#      full capture on (reelcap, no filters: every process) / off; rounds
+#      interleaved off,on,off,...,off; ratio = mean(on) / mean(off)   target >= 0.95
+#   b) tracer CPU seconds per MB of ring data drained: reelcap (sample bytes)
+#      beside `perf record -z -a` on the same syscall tracepoints (perf's
+#      "original N MB"), both wrapped in cputime.py, same wrk load  target <= 1.0
+#   c) LOST at 200k events/s with default settings (evgen 200000 10 under
+#      full capture), from the file                                target == 0
+#   d) file bytes of reelcap (--port P) beside `tcpdump -i lo -w` of the same
+#      wrk run compressed with zstd -3                              target <= 0.5
+# Then, as a diagnosis, BPF run time per program (bpftool prog show with
+# kernel.bpf_stats_enabled) over one more captured round.
+#
+#   tests/bench/bench_capture.sh [ROUND_SECONDS]
+# Binaries: $REELCAP, $REELTOOL, $EVGEN, or a build tree: $REEL_BUILD, the tree
+# this script was copied into, or build-bench / build / build-it in the repo.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+round=${1:-4}
+rounds=${BENCH_ROUNDS:-5} # "on" rounds per body size, between rounds+1 "off" rounds
+port=${BENCH_PORT:-18480}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bench_capture: needs root (BPF, perf -a, tcpdump)" >&2
+	exit 77
+fi
+
+find_repo() {
+	local d=$here
+	while [ "$d" != / ]; do
+		[ -f "$d/tests/peers/peers.sh" ] && [ -d "$d/capture" ] && {
+			echo "$d"
+			return
+		}
+		d=$(dirname "$d")
+	done
+}
+repo=${REEL_SOURCE_DIR:-$(find_repo)}
+if [ -z "$repo" ]; then
+	echo "bench_capture: cannot find the source tree (set REEL_SOURCE_DIR)" >&2
+	exit 2
+fi
+find_build() {
+	local d
+	for d in ${REEL_BUILD:-} "$here/../.." "$repo/build-bench" "$repo/build" "$repo/build-it"; do
+		[ -n "$d" ] && [ -x "$d/capture/reelcap" ] && [ -x "$d/tools/reeltool" ] && {
+			(cd "$d" && pwd)
+			return
+		}
+	done
+}
+build=$(find_build)
+REELCAP=${REELCAP:-${build:+$build/capture/reelcap}}
+REELTOOL=${REELTOOL:-${build:+$build/tools/reeltool}}
+if [ -z "$REELCAP" ] || [ ! -x "$REELCAP" ] || [ -z "$REELTOOL" ] || [ ! -x "$REELTOOL" ]; then
+	echo "bench_capture: no built reelcap/reeltool (set REEL_BUILD or REELCAP/REELTOOL)" >&2
+	exit 2
+fi
+for t in wrk nginx tcpdump perf zstd python3; do
+	command -v $t >/dev/null || {
+		echo "bench_capture: $t is missing" >&2
+		exit 2
+	}
+done
+
+# shellcheck source=../peers/peers.sh
+. "$repo/tests/peers/peers.sh"
+peers_init
+W=$PEER_DIR/bench
+mkdir -p "$W"
+CPUTIME="python3 $here/cputime.py"
+[ -f "$here/cputime.py" ] || CPUTIME="python3 $repo/tests/bench/cputime.py"
+EVGEN=${EVGEN:-}
+if [ -z "$EVGEN" ]; then
+	if [ -n "$build" ] && [ -x "$build/tests/evgen" ]; then
+		EVGEN=$build/tests/evgen
+	else
+		EVGEN=$W/evgen
+		cc -O2 -pthread -o "$EVGEN" "$repo/tests/bench/evgen.c" || exit 2
+	fi
+fi
+
+TRACER_PID=
+TRACER_LOG=
+cleanup() {
+	[ -n "$TRACER_PID" ] && kill -INT "$TRACER_PID" 2>/dev/null
+	stop_peers
+}
+trap cleanup EXIT
+
+echo "bench_capture: reelcap $REELCAP"
+echo "bench_capture: $(nproc) CPUs, kernel $(uname -r), rounds of ${round}s;" \
+	"load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# other tracers make every syscall dearer in the "off" rounds too
+others=$(bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+print(sum(1 for p in json.load(sys.stdin) if p.get("type") in ("tracepoint", "raw_tracepoint", "tracing", "kprobe", "perf_event")))' 2>/dev/null)
+if [ "${others:-0}" -gt 0 ]; then
+	echo "bench_capture: warning: $others tracing BPF programs of other tools are loaded (another"
+	echo "  reelcap?): they tax the 'off' rounds as well; the ratios are then optimistic"
+fi
+stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+if [ "$stats_was" = 1 ]; then
+	echo "bench_capture: note: kernel.bpf_stats_enabled is 1 (someone left it on): every BPF"
+	echo "  program run pays two clock reads; the capture figures include that"
+fi
+
+start_nginx "$port" 1 64 || exit 1
+
+# start_reelcap FILE [ARGS...]: background reelcap, wait until it captures
+start_reelcap() {
+	local file=$1 log=$W/reelcap.$$.log
+	shift
+	rm -f "$file"
+	: >"$log"
+	rm -f "$W/tracer.cpu"
+	$CPUTIME "$W/tracer.cpu" "$REELCAP" -w "$file" "$@" 2>"$log" &
+	TRACER_PID=$!
+	TRACER_LOG=$log
+	for _ in $(seq 200); do
+		grep -q "capturing to" "$log" && return 0
+		kill -0 "$TRACER_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$log" >&2
+	echo "bench_capture: reelcap did not start" >&2
+	return 1
+}
+
+# stop_tracer: SIGINT the tracer and wait for it
+stop_tracer() {
+	[ -n "$TRACER_PID" ] || return 0
+	kill -INT "$TRACER_PID" 2>/dev/null
+	wait "$TRACER_PID" 2>/dev/null
+	TRACER_PID=
+	if [ -n "$TRACER_LOG" ] && [ -f "$W/tracer.cpu" ]; then
+		echo "reelcap CPU $(cat "$W/tracer.cpu")" >>"$TRACER_LOG"
+	fi
+	TRACER_LOG=
+}
+
+# wrk_rps PATH SECONDS: requests/s
+wrk_rps() {
+	wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$port$1" 2>&1 | awk '/^Requests\/sec:/ {print $2}'
+}
+
+# --------------------------------------------------------------------
+# a) throughput with full capture on / off
+
+declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_CPU TP_MED
+for body in b1k b64k; do
+	offs=() ons=()
+	wrk_rps /$body 1 >/dev/null # warm up
+	for i in $(seq 0 $rounds); do
+		offs+=("$(wrk_rps /$body "$round")")
+		[ "$i" = "$rounds" ] && break
+		start_reelcap "$W/a_$body.reel" || exit 1
+		ons+=("$(wrk_rps /$body "$round")")
+		stop_tracer
+		cpu=$(awk '/reelcap CPU/ {print $3}' "$W/reelcap.$$.log")
+		TP_CPU[$body]="${TP_CPU[$body]:-} ${cpu:-?}"
+		lost=$("$REELTOOL" info --json "$W/a_$body.reel" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["lost_samples"])')
+		TP_LOST[$body]=$((${TP_LOST[$body]:-0} + lost))
+	done
+	TP_OFF[$body]=$(printf '%s\n' "${offs[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
+	TP_ON[$body]=$(printf '%s\n' "${ons[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
+	TP_RATIO[$body]=$(awk -v a="${TP_ON[$body]}" -v b="${TP_OFF[$body]}" 'BEGIN {printf "%.3f", a/b}')
+	med() { sort -n | awk '{v[NR]=$1} END {printf "%.0f", NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+	mon=$(printf '%s\n' "${ons[@]}" | med)
+	moff=$(printf '%s\n' "${offs[@]}" | med)
+	TP_MED[$body]=$(awk -v a="$mon" -v b="$moff" 'BEGIN {printf "%.3f", a/b}')
+	echo "a) /$body requests/s off: ${offs[*]}  on: ${ons[*]}"
+	echo "   mean on/off ${TP_ON[$body]}/${TP_OFF[$body]} = ${TP_RATIO[$body]}; median $mon/$moff =" \
+		"${TP_MED[$body]}; LOST during on-rounds: ${TP_LOST[$body]};" \
+		"reelcap CPU s per ${round}s round:${TP_CPU[$body]}"
+done
+
+# --------------------------------------------------------------------
+# b) tracer CPU per MB drained: reelcap vs perf record on the same tracepoints
+
+tps=""
+for s in read write readv writev sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg sendfile64 \
+	splice connect accept accept4; do
+	tps="$tps,syscalls:sys_enter_$s,syscalls:sys_exit_$s"
+done
+tps="${tps#,},syscalls:sys_enter_close,sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit"
+
+# reelcap
+rm -f "$W/b.reel"
+$CPUTIME "$W/b_reel.cpu" "$REELCAP" -w "$W/b.reel" 2>"$W/b_reel.log" &
+TRACER_PID=$!
+for _ in $(seq 200); do
+	grep -q "capturing to" "$W/b_reel.log" && break
+	sleep 0.05
+done
+b_reel_rps=$(wrk_rps /b1k "$round")
+sleep 0.5
+stop_tracer
+b_reel_cpu=$(cat "$W/b_reel.cpu")
+# "final: ...: N events (X MB)" -> MB
+b_reel_mb=$(sed -n 's/.*final: .*events (\([0-9.]*\) \([kMG]*B\)).*/\1 \2/p' "$W/b_reel.log" |
+	awk '{v=$1; if ($2=="kB") v/=1000; else if ($2=="GB") v*=1000; else if ($2=="B") v/=1e6; printf "%.3f", v}')
+
+# perf record: started disabled, enabled through its control fifo (so the
+# load runs only once every event is open), its own writes filtered out (a
+# tracer tracing its own output file would feed back on itself)
+rm -f "$W/perf.data" "$W/perf.ctl" "$W/perf.ack"
+mkfifo "$W/perf.ctl" "$W/perf.ack"
+{
+	# $$ in the script is its shell's pid, which exec makes perf's
+	printf 'exec perf record -z -a -D -1 --control=fifo:%s,%s -o %s' \
+		"$W/perf.ctl" "$W/perf.ack" "$W/perf.data"
+	for t in ${tps//,/ }; do
+		printf ' -e %s --filter "common_pid != $$"' "$t"
+	done
+	echo
+} >"$W/perf.sh"
+$CPUTIME "$W/b_perf.cpu" sh "$W/perf.sh" 2>"$W/b_perf.log" &
+TRACER_PID=$!
+exec 7>"$W/perf.ctl" 8<"$W/perf.ack"
+echo enable >&7
+read -r -t 30 _ack <&8 || echo "bench_capture: perf did not acknowledge 'enable'" >&2
+b_perf_rps=$(wrk_rps /b1k "$round")
+sleep 0.5
+stop_tracer
+exec 7>&- 8<&-
+b_perf_cpu=$(cat "$W/b_perf.cpu")
+b_perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1)
+b_perf_lost=$(grep -o "lost [0-9]* chunks\|Lost [0-9]* events\|[0-9]* lost" "$W/b_perf.log" | head -n 3 | tr '\n' ' ')
+b_perf_events=$(perf report -i "$W/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+b_reel_events=$(sed -n 's/.*final: [0-9.]*s: \([0-9]*\) events.*/\1/p' "$W/b_reel.log")
+b_reel_per=$(awk -v c="$b_reel_cpu" -v m="$b_reel_mb" 'BEGIN {printf "%.4f", c/m}')
+b_perf_per=$(awk -v c="$b_perf_cpu" -v m="${b_perf_mb:-0}" 'BEGIN {if (m > 0) printf "%.4f", c/m; else print "nan"}')
+b_ratio=$(awk -v a="$b_reel_per" -v b="$b_perf_per" 'BEGIN {if (b+0 > 0) printf "%.3f", a/b; else print "nan"}')
+echo "b) reelcap: ${b_reel_cpu} CPU s for ${b_reel_mb} MB drained (${b_reel_per} s/MB; wrk ${b_reel_rps} req/s)"
+echo "   perf:    ${b_perf_cpu} CPU s for ${b_perf_mb:-?} MB drained (${b_perf_per} s/MB; wrk ${b_perf_rps} req/s) ${b_perf_lost}"
+echo "   ratio reel/perf per MB: $b_ratio"
+b_ev_ratio=$(awk -v a="$b_reel_cpu" -v ae="${b_reel_events:-0}" -v b="$b_perf_cpu" -v be="${b_perf_events:-0}" \
+	'BEGIN {if (ae > 0 && be > 0 && b > 0) printf "%.3f", (a/ae)/(b/be); else print "nan"}')
+echo "   per event (not a target; reel events carry payload): reelcap ${b_reel_events:-?} events," \
+	"perf ${b_perf_events:-?} samples; CPU per event reel/perf = $b_ev_ratio"
+grep "perf record" "$W/b_perf.log" | sed 's/^/   perf: /'
+
+# --------------------------------------------------------------------
+# c) LOST at 200k events/s, default settings, full capture
+
+start_reelcap "$W/c.reel" || exit 1
+c_evgen=$("$EVGEN" 200000 10)
+sleep 0.5
+stop_tracer
+c_info=$("$REELTOOL" info --json "$W/c.reel")
+c_lost=$(echo "$c_info" | python3 -c 'import json,sys; print(json.load(sys.stdin)["lost_samples"])')
+c_drop=$(echo "$c_info" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dropped_records"])')
+c_samples=$(echo "$c_info" | python3 -c 'import json,sys; print(json.load(sys.stdin)["records_by_type"]["SAMPLE"])')
+echo "c) $c_evgen"
+echo "   reelcap: $c_samples samples, LOST $c_lost, DROP $c_drop"
+grep "final:" "$W/reelcap.$$.log" | sed 's/^/   /'
+
+# --------------------------------------------------------------------
+# d) file size vs tcpdump + zstd -3 of the same wrk run
+
+rm -f "$W/d.pcap" "$W/d.pcap.zst"
+tcpdump -i lo --immediate-mode -s0 -B 262144 -U -w "$W/d.pcap" "tcp port $port" 2>"$W/d_tcpdump.log" &
+TCPDUMP_PID=$!
+sleep 1
+start_reelcap "$W/d.reel" --port "$port" || exit 1
+d_rps=$(wrk_rps /b1k "$round")
+sleep 1.5 # tcpdump drops what is still in the kernel buffer when stopped at once
+stop_tracer
+kill -INT "$TCPDUMP_PID"
+wait "$TCPDUMP_PID" 2>/dev/null
+zstd -q -3 -o "$W/d.pcap.zst" "$W/d.pcap"
+d_reel=$(stat -c %s "$W/d.reel")
+d_pcap=$(stat -c %s "$W/d.pcap")
+d_zst=$(stat -c %s "$W/d.pcap.zst")
+d_ratio=$(awk -v a="$d_reel" -v b="$d_zst" 'BEGIN {printf "%.3f", a/b}')
+d_pkts=$(grep -o "[0-9]* packets captured" "$W/d_tcpdump.log")
+d_kdrop=$(grep -o "[0-9]* packets dropped by kernel" "$W/d_tcpdump.log")
+echo "d) wrk /b1k ${d_rps} req/s; reel ${d_reel} B; pcap ${d_pcap} B ($d_pkts, $d_kdrop), zstd -3 ${d_zst} B;" \
+	"ratio $d_ratio"
+
+# --------------------------------------------------------------------
+# diagnosis: BPF run time per program over one captured round
+
+if [ "$stats_was" != 1 ]; then
+	sysctl -q kernel.bpf_stats_enabled=1
+fi
+start_reelcap "$W/e.reel" || exit 1
+sleep 0.5
+bpftool -j prog show >"$W/e_before.json"
+e_rps=$(wrk_rps /b1k "$round")
+bpftool -j prog show >"$W/e_after.json"
+stop_tracer
+[ "$stats_was" != 1 ] && sysctl -q kernel.bpf_stats_enabled=0
+echo "diagnosis: BPF programs during one ${round}s wrk /b1k round (${e_rps} req/s):"
+python3 - "$W/e_before.json" "$W/e_after.json" "$e_rps" "$round" <<'PY'
+import json, sys
+b = {p["id"]: p for p in json.load(open(sys.argv[1]))}
+a = json.load(open(sys.argv[2]))
+rps, secs = float(sys.argv[3] or 0), float(sys.argv[4])
+rows, tot = [], 0
+for p in a:
+    if p["id"] not in b or "run_time_ns" not in p:
+        continue
+    ns = p["run_time_ns"] - b[p["id"]].get("run_time_ns", 0)
+    cnt = p["run_cnt"] - b[p["id"]].get("run_cnt", 0)
+    if cnt <= 0:
+        continue
+    tot += ns
+    rows.append((ns, cnt, p.get("name", "?")))
+rows.sort(reverse=True)
+for ns, cnt, name in rows[:14]:
+    print("   %-20s %9d runs %8.0f ns/run %6.2f%% of one CPU" % (name, cnt, ns / cnt, 100.0 * ns / (secs * 1e9)))
+if rps:
+    print("   all programs: %.3f CPU s over %.0f s = %.0f ns per request" % (tot / 1e9, secs, tot / (rps * secs)))
+PY
+
+# --------------------------------------------------------------------
+
+pass() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
+	if (v == "nan") { print "n/a"; exit }
+	ok = (op == ">=") ? v >= t : (op == "<=") ? v <= t : v == t
+	print ok ? "ok" : "MISS" }'; }
+echo
+echo "bench_capture results (reference measured in the same run)"
+printf '%-52s %12s %10s %6s\n' "figure" "value" "target" ""
+printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, 1 KiB bodies" "${TP_RATIO[b1k]}" ">= 0.95" "$(pass "${TP_RATIO[b1k]}" ">=" 0.95)"
+printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, 64 KiB bodies" "${TP_RATIO[b64k]}" ">= 0.95" "$(pass "${TP_RATIO[b64k]}" ">=" 0.95)"
+printf '%-52s %12s %10s %6s\n' "b) tracer CPU s per MB drained, reelcap/perf" "$b_ratio" "<= 1.0" "$(pass "$b_ratio" "<=" 1.0)"
+printf '%-52s %12s %10s %6s\n' "c) LOST at 200k events/s (default settings)" "$c_lost" "== 0" "$(pass "$c_lost" "==" 0)"
+printf '%-52s %12s %10s %6s\n' "d) reel file / zstd -3 pcap, 1 KiB bodies" "$d_ratio" "<= 0.5" "$(pass "$d_ratio" "<=" 0.5)"
+printf '  raw: a) 1k on %s off %s; 64k on %s off %s req/s; b) reel %s s / %s MB, perf %s s / %s MB;\n' \
+	"${TP_ON[b1k]}" "${TP_OFF[b1k]}" "${TP_ON[b64k]}" "${TP_OFF[b64k]}" "$b_reel_cpu" "$b_reel_mb" "$b_perf_cpu" "${b_perf_mb:-?}"
+printf '       c) %s samples, %s LOST; d) reel %s B, pcap %s B, pcap.zst %s B\n' \
+	"$c_samples" "$c_lost" "$d_reel" "$d_pcap" "$d_zst"
