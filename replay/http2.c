@@ -119,8 +119,7 @@ static void emit_stream(struct h2_conn *c, struct h2_stream *s)
 		l7_appendf(t->detail, sizeof(t->detail), "%sctype=%s", t->detail[0] ? " " : "",
 			   s->ctype);
 	if (s->rst[0])
-		l7_appendf(t->detail, sizeof(t->detail), "%srst=%s", t->detail[0] ? " " : "",
-			   s->rst);
+		l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "", s->rst);
 	if (s->grpc_msg[0])
 		l7_appendf(t->detail, sizeof(t->detail), "%sgrpc-message=%s",
 			   t->detail[0] ? " " : "", s->grpc_msg);
@@ -492,9 +491,9 @@ static void rst_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t sid
 		return;
 	account(c, s, dir, c->d[dir].s.pos, H2_HDR + 4);
 	if (code < sizeof(h2_errors) / sizeof(h2_errors[0]))
-		l7_copy_text(s->rst, sizeof(s->rst), h2_errors[code], strlen(h2_errors[code]));
+		snprintf(s->rst, sizeof(s->rst), "rst=%s", h2_errors[code]);
 	else
-		snprintf(s->rst, sizeof(s->rst), "0x%x", code);
+		snprintf(s->rst, sizeof(s->rst), "rst=0x%x", code);
 	if (code != 0 && code != 8)
 		s->t.flags |= REEL_TXNF_ERROR;
 	if (!s->resp_seen)
@@ -503,6 +502,29 @@ static void rst_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t sid
 		side_end(c, s, REEL_L7_REQ, dir == REEL_L7_REQ ? end : c->d[0].last_pos);
 	if (s->used && !s->resp_end)
 		side_end(c, s, REEL_L7_RESP, dir == REEL_L7_RESP ? end : c->d[1].last_pos);
+}
+
+/*
+ * GOAWAY from one side: the streams the other side opened above the last
+ * stream id were never processed and will get no response.
+ */
+static void goaway_frame(struct h2_conn *c, int dir, const uint8_t *p)
+{
+	uint32_t last = rd32(p + H2_HDR) & 0x7fffffff, code = rd32(p + H2_HDR + 4);
+	/* Client streams are odd, server (push) streams even. */
+	uint32_t parity = dir == REEL_L7_RESP ? 1 : 0;
+
+	for (int i = 0; i < H2_STREAMS; i++) {
+		struct h2_stream *s = &c->st[i];
+
+		if (!s->used || s->id <= last || (s->id & 1) != parity || s->resp_seen)
+			continue;
+		if (code < sizeof(h2_errors) / sizeof(h2_errors[0]))
+			snprintf(s->rst, sizeof(s->rst), "goaway=%s", h2_errors[code]);
+		else
+			snprintf(s->rst, sizeof(s->rst), "goaway=0x%x", code);
+		close_stream(c, s);
+	}
 }
 
 /* Whether a frame of this type is kept whole (and how long it may be). */
@@ -516,6 +538,8 @@ static bool keep_whole(uint8_t type, uint32_t len)
 		return len <= H2_MAX_BUF - H2_HDR;
 	case F_RST_STREAM:
 		return len == 4;
+	case F_GOAWAY:
+		return len >= 8 && len <= 4096;
 	default:
 		return false;
 	}
@@ -565,6 +589,10 @@ static size_t do_frame(struct h2_conn *c, int dir, const uint8_t *p, size_t n)
 			break;
 		case F_RST_STREAM:
 			rst_frame(c, dir, p, sid);
+			break;
+		case F_GOAWAY:
+			if (!sid)
+				goaway_frame(c, dir, p);
 			break;
 		default:
 			header_frame(c, dir, p, len, type, flags, sid);

@@ -421,6 +421,59 @@ static void test_h2c_upgrade(void **state)
 	exch_fini(&x);
 }
 
+static void test_padded_priority_goaway(void **state)
+{
+	/* HEADERS with PADDED and PRIORITY; GOAWAY refusing stream 3. */
+	static const nghttp2_nv get[] = {
+		NV(":method", "GET"),
+		NV(":scheme", "http"),
+		NV(":authority", "p"),
+		NV(":path", "/pp"),
+	};
+	static const nghttp2_nv get3[] = {
+		NV(":method", "GET"),
+		NV(":scheme", "http"),
+		NV(":authority", "p"),
+		NV(":path", "/late"),
+	};
+	static const nghttp2_nv ok[] = {NV(":status", "200")};
+	static const uint8_t goaway[] = {0, 0, 0, 1, 0, 0, 0, 0};
+	uint8_t blk[256], pl[300];
+	size_t l, n = 0;
+	struct exch x;
+	struct collect out;
+
+	(void)state;
+	exch_init(&x);
+	memcpy(x.c.b, PREFACE, 24);
+	x.c.n = 24;
+	l = deflate(x.dc, blk, sizeof(blk), get, 4);
+	pl[n++] = 4;				   /* pad length */
+	memcpy(pl + n, "\x80\x00\x00\x00\x10", 5); /* exclusive, depends on 0, weight */
+	n += 5;
+	memcpy(pl + n, blk, l);
+	n += l;
+	memset(pl + n, 0, 4);
+	n += 4;
+	put_frame(&x.c, 1, 0x1 | 0x4 | 0x8 | 0x20, 1, pl, n);
+	put_headers(&x.c, x.dc, 3, true, get3, 4, 0);
+	put_headers(&x.s, x.ds, 1, true, ok, 1, 0);
+	put_frame(&x.s, 7, 0, 0, goaway, sizeof(goaway));
+	{
+		const struct op ops[] = {REQB(x.c.b, x.c.n), RESPB(x.s.b, x.s.n)};
+
+		run_ops(h2(), ops, NOPS(ops), false, &out);
+	}
+	assert_int_equal(out.n, 2);
+	assert_string_equal(out.t[0].target, "/pp");
+	assert_int_equal(out.t[0].status, 200);
+	assert_int_equal(out.t[0].flags, 0);
+	assert_string_equal(out.t[1].target, "/late");
+	assert_int_equal(out.t[1].flags, REEL_TXNF_NO_RESP);
+	assert_string_equal(out.t[1].detail, "host=p goaway=NO_ERROR");
+	exch_fini(&x);
+}
+
 static void test_detect(void **state)
 {
 	static const uint8_t srv[] = {0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100};
@@ -460,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_hole_in_data),
 		cmocka_unit_test(test_hole_hpack_desync),
 		cmocka_unit_test(test_h2c_upgrade),
+		cmocka_unit_test(test_padded_priority_goaway),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
 	};
