@@ -442,12 +442,13 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 		e->t.resp_ts = l7_stream_ts(&c->d[1].s, pos);
 		e->t.resp_stream_pos = pos;
 	}
-	if (!e->cmd) {
-		/* LOGIN: auth switch (0xfe) and more-data (0x01) until OK or ERR. */
+	if (!e->cmd || e->cmd == 0x11) {
+		/* LOGIN and CHANGE_USER: auth switch (0xfe) and more data (0x01)
+		 * until OK or ERR. */
 		if (p[0] == 0x00 || p[0] == 0xff) {
 			if (p[0] == 0xff)
 				err_packet(e, p, n);
-			else if (c->server[0])
+			else if (!e->cmd && c->server[0])
 				snprintf(e->t.detail, sizeof(e->t.detail), "server=%s", c->server);
 			c->handshake = false;
 			finish(c, e, end);

@@ -56,7 +56,7 @@ struct pg_conn {
 	struct pg_dir d[2];
 	struct pg_pending q[PG_QUEUE];
 	uint64_t head, tail;
-	struct pg_pending build; /* extended-protocol batch being read */
+	uint64_t build_seq; /* queue entry of the extended-protocol batch being read */
 	bool building;
 	bool has_execute, has_parse;
 	bool answer_pending; /* an SSL/GSSENC request waits for its byte */
@@ -213,20 +213,45 @@ static bool resp_type(uint8_t t)
 	return t && strchr("RSKZTDCENI123nstAGHWdcVv", t);
 }
 
-static void begin_build(struct pg_conn *c, uint64_t pos)
+/*
+ * An extended-protocol batch joins the queue at its first message, so that
+ * replies to a Flush before the Sync find it; the Sync completes it.
+ */
+static struct pg_pending *build_get(struct pg_conn *c)
 {
-	if (c->building)
-		return;
-	new_pending(c, &c->build, "EXECUTE", pos);
+	if (c->building && (c->build_seq < c->head || c->build_seq >= c->tail))
+		c->building = false; /* answered or pushed out meanwhile */
+	return c->building ? &c->q[c->build_seq % PG_QUEUE] : NULL;
+}
+
+static struct pg_pending *begin_build(struct pg_conn *c, uint64_t pos)
+{
+	struct pg_pending e;
+
+	if (build_get(c))
+		return build_get(c);
+	new_pending(c, &e, "EXECUTE", pos);
+	push(c, &e);
+	c->build_seq = c->tail - 1;
 	c->building = true;
 	c->has_execute = c->has_parse = false;
+	return build_get(c);
+}
+
+static void end_build(struct pg_conn *c, struct pg_pending *b, uint64_t end_pos)
+{
+	struct pg_dir *d = &c->d[REEL_L7_REQ];
+
+	b->t.req_end_ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	b->t.req_bytes = end_pos - b->t.req_stream_pos;
+	c->building = false;
 }
 
 /* A request message: `body` holds its first `kept` bytes of `blen`. */
 static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t kept, uint64_t pos,
 		    uint64_t end, uint32_t flags)
 {
-	struct pg_pending e;
+	struct pg_pending e, *b;
 	size_t l;
 
 	switch (type) {
@@ -245,27 +270,25 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		end_request(c, &e, end);
 		return;
 	case 'P': /* Parse: statement name, query text */
-		begin_build(c, pos);
-		c->build.t.flags |= flags;
+		b = begin_build(c, pos);
+		b->t.flags |= flags;
 		l = cstr(body, kept);
 		if (l < kept && !c->has_parse) {
 			size_t ql = cstr(body + l + 1, kept - l - 1);
 
-			l7_copy_text(c->build.t.target, sizeof(c->build.t.target), body + l + 1,
-				     ql);
+			l7_copy_text(b->t.target, sizeof(b->t.target), body + l + 1, ql);
 		}
 		c->has_parse = true;
 		return;
 	case 'B': /* Bind: portal, statement */
-		begin_build(c, pos);
-		c->build.t.flags |= flags;
+		b = begin_build(c, pos);
+		b->t.flags |= flags;
 		l = cstr(body, kept);
-		if (!c->has_parse && !c->build.t.target[0] && l < kept) {
+		if (!c->has_parse && !b->t.target[0] && l < kept) {
 			size_t sl = cstr(body + l + 1, kept - l - 1);
 
-			l7_copy_text(c->build.t.target, sizeof(c->build.t.target), "prepared ", 9);
-			l7_append_text(c->build.t.target, sizeof(c->build.t.target), body + l + 1,
-				       sl);
+			l7_copy_text(b->t.target, sizeof(b->t.target), "prepared ", 9);
+			l7_append_text(b->t.target, sizeof(b->t.target), body + l + 1, sl);
 		}
 		return;
 	case 'E':
@@ -274,17 +297,16 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 	case 'D':
 	case 'C':
 	case 'H':
-		begin_build(c, pos);
-		c->build.t.flags |= flags;
+		b = begin_build(c, pos);
+		b->t.flags |= flags;
 		return;
 	case 'S':
-		begin_build(c, pos);
-		c->build.t.flags |= flags;
+		b = begin_build(c, pos);
+		b->t.flags |= flags;
 		if (!c->has_execute)
-			l7_copy_text(c->build.t.method, sizeof(c->build.t.method),
+			l7_copy_text(b->t.method, sizeof(b->t.method),
 				     c->has_parse ? "PARSE" : "SYNC", c->has_parse ? 5 : 4);
-		end_request(c, &c->build, end);
-		c->building = false;
+		end_build(c, b, end);
 		return;
 	}
 	/* X (Terminate), p (auth), d/c/f (copy data) belong to no new transaction. */
@@ -615,8 +637,8 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		d->remain -= len;
 		if (!d->remain)
 			end_long(c, dir, pos + len);
-		if (dir == REEL_L7_REQ && c->building)
-			c->build.t.flags |= flag;
+		if (dir == REEL_L7_REQ && build_get(c))
+			build_get(c)->t.flags |= flag;
 		else if (dir == REEL_L7_REQ && c->tail > c->head)
 			c->q[(c->tail - 1) % PG_QUEUE].t.flags |= flag;
 		else if (dir == REEL_L7_RESP && c->head < c->tail)
@@ -643,8 +665,8 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 	}
 	/* Unknown content: flag what is in flight, then resync. */
 	if (dir == REEL_L7_REQ) {
-		if (c->building) {
-			c->build.t.flags |= flag;
+		if (build_get(c)) {
+			build_get(c)->t.flags |= flag;
 		} else {
 			struct pg_pending e;
 
@@ -674,10 +696,11 @@ static void pg_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 	if (!c)
 		return;
 	c->emit = emit_cb;
-	if (c->building) {
-		c->build.t.flags |= REEL_TXNF_PARTIAL;
-		end_request(c, &c->build, c->d[REEL_L7_REQ].last_pos);
-		c->building = false;
+	if (build_get(c)) {
+		struct pg_pending *b = build_get(c);
+
+		b->t.flags |= REEL_TXNF_PARTIAL;
+		end_build(c, b, c->d[REEL_L7_REQ].last_pos);
 	}
 	while (c->head < c->tail) {
 		struct pg_pending *e = &c->q[c->head++ % PG_QUEUE];

@@ -266,6 +266,45 @@ static void test_hole_resync_next(void **state)
 	assert_string_equal(out.t[2].detail, "SELECT 3");
 }
 
+static void test_flush_before_sync(void **state)
+{
+	/* Parse + Describe + Flush: replies come before the Sync is sent. */
+	static struct buf c1, s1, c2, s2;
+	static const uint8_t row[] = {0, 1, 0, 0, 0, 1, '1'};
+	struct collect out;
+
+	(void)state;
+	c1.n = s1.n = c2.n = s2.n = 0;
+	MSG(&c1, 'P', "s1\0SELECT 1\0\0\0");
+	MSG(&c1, 'D', "Ss1\0");
+	MSG(&c1, 'H', "");
+	MSG(&s1, '1', "");
+	MSG(&s1, 't', "\0\0");
+	MSG(&s1, 'T', "\0\001?column?\0\0\0\0\0\0\0\0\0\0\x17\0\x04\xff\xff\xff\xff\0\0");
+	MSG(&c2, 'B', "\0s1\0\0\0\0\0\0\0");
+	MSG(&c2, 'E', "\0\0\0\0\0");
+	MSG(&c2, 'S', "");
+	MSG(&s2, '2', "");
+	msg(&s2, 'D', row, sizeof(row));
+	MSG(&s2, 'C', "SELECT 1\0");
+	MSG(&s2, 'Z', "I");
+	{
+		const struct op ops[] = {REQB(c1.b, c1.n), RESPB(s1.b, s1.n), REQB(c2.b, c2.n),
+					 RESPB(s2.b, s2.n)};
+
+		run_ops(pg(), ops, NOPS(ops), false, &out);
+	}
+	assert_int_equal(out.n, 1);
+	assert_string_equal(out.t[0].method, "EXECUTE");
+	assert_string_equal(out.t[0].target, "SELECT 1");
+	assert_string_equal(out.t[0].detail, "SELECT 1");
+	assert_int_equal(out.t[0].flags, 0);
+	assert_int_equal(out.t[0].req_bytes, c1.n + c2.n);
+	assert_int_equal(out.t[0].req_end_ts, 3000);
+	assert_int_equal(out.t[0].resp_ts, 2000);
+	assert_int_equal(out.t[0].resp_bytes, s1.n + s2.n);
+}
+
 static void test_detect(void **state)
 {
 	static struct buf c;
@@ -302,9 +341,13 @@ static void test_garbage(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_session), cmocka_unit_test(test_ssl_and_cancel),
-		cmocka_unit_test(test_holes),	cmocka_unit_test(test_hole_resync_next),
-		cmocka_unit_test(test_detect),	cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_session),
+		cmocka_unit_test(test_ssl_and_cancel),
+		cmocka_unit_test(test_holes),
+		cmocka_unit_test(test_hole_resync_next),
+		cmocka_unit_test(test_flush_before_sync),
+		cmocka_unit_test(test_detect),
+		cmocka_unit_test(test_garbage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
