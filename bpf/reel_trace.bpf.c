@@ -291,12 +291,14 @@ static __always_inline int call_recover(struct call_args *a, __u16 sys)
 	struct pt_regs *regs;
 	__u64 p1, p2, p3, p4, p5;
 
-	if (!in_scope(id >> 32))
-		return -1;
+	/* the slot is created for threads out of scope too: their later exits
+	 * then stop at the slot lookup instead of repeating the filters */
 	slot = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!slot)
 		return -1;
 	slot->valid = 0;
+	if (!in_scope(id >> 32))
+		return -1;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	p1 = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	p2 = PT_REGS_PARM2_CORE_SYSCALL(regs);
