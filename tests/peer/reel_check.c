@@ -389,7 +389,8 @@ int main(int argc, char **argv)
 				struct stream *s = &pc->st[side][dir];
 				uint64_t at = 0;
 
-				qsort(s->v, s->n, sizeof(*s->v), cmp_ival);
+				if (s->n)
+					qsort(s->v, s->n, sizeof(*s->v), cmp_ival);
 				for (size_t k = 0; k < s->n; k++) {
 					if (s->v[k].pos > at) {
 						holes++;
