@@ -310,60 +310,63 @@ int main(int argc, char **argv)
 		else
 			goto usage;
 	}
-	if (argc - optind != 2) {
+	if (argc - optind < 2) {
 	usage:
-		fprintf(stderr, "usage: reel_check [-l (allow loss)] [-v] FILE.reel MANIFEST\n");
+		fprintf(stderr, "usage: reel_check [-l (allow loss)] [-v] FILE.reel... MANIFEST\n"
+				"(several files: the files of one rotated capture, in order)\n");
 		return 2;
 	}
-	if (load_manifest(argv[optind + 1]))
+	if (load_manifest(argv[argc - 1]))
 		return 2;
-	r = reel_reader__open(argv[optind], NULL);
-	if (!r) {
-		fprintf(stderr, "reel_check: %s: %s\n", argv[optind], reel_strerror(errno));
-		return 2;
-	}
-	while ((rc = reel_reader__next(r, &rec)) != 0) {
-		const uint8_t *p = rec.data;
-		struct reel_ev_hdr h;
-
-		if (rc < 0) {
-			errorf(NULL, "damaged block: %s", reel_reader__errmsg(r));
-			bad++;
-			continue;
+	for (int fi = optind; fi < argc - 1; fi++) {
+		r = reel_reader__open(argv[fi], NULL);
+		if (!r) {
+			fprintf(stderr, "reel_check: %s: %s\n", argv[fi], reel_strerror(errno));
+			return 2;
 		}
-		if (rec.type == REEL_REC_LOST && rec.len >= sizeof(struct reel_lost)) {
-			struct reel_lost l;
+		while ((rc = reel_reader__next(r, &rec)) != 0) {
+			const uint8_t *p = rec.data;
+			struct reel_ev_hdr h;
 
-			memcpy(&l, p, sizeof(l));
-			if (rec.cpu < 1024)
-				lost_rec[rec.cpu] += l.lost;
-			nlost += l.lost;
-		} else if (rec.type == REEL_REC_STATS) {
-			for (uint32_t i = 0; i + sizeof(struct reel_cpu_stats) <= rec.len;
-			     i += sizeof(struct reel_cpu_stats)) {
-				struct reel_cpu_stats s;
-
-				memcpy(&s, p + i, sizeof(s));
-				if (s.cpu < 1024)
-					lost_stats[s.cpu] = s.lost;
-			}
-			stats_seen++;
-		} else if (rec.type == REEL_REC_SAMPLE && rec.len >= sizeof(h)) {
-			memcpy(&h, p, sizeof(h));
-			samples++;
-			if (h.abi_version != REEL_ABI_VERSION) {
-				errorf(NULL, "sample ABI version %u", h.abi_version);
+			if (rc < 0) {
+				errorf(NULL, "damaged block: %s", reel_reader__errmsg(r));
+				bad++;
 				continue;
 			}
-			if (h.kind == REEL_EV_DATA)
-				on_data(p, rec.len);
-			else if (h.kind == REEL_EV_CONN_OPEN)
-				on_open(p, rec.len);
-			else if (h.kind == REEL_EV_CONN_CLOSE)
-				on_close(p, rec.len);
+			if (rec.type == REEL_REC_LOST && rec.len >= sizeof(struct reel_lost)) {
+				struct reel_lost l;
+
+				memcpy(&l, p, sizeof(l));
+				if (rec.cpu < 1024)
+					lost_rec[rec.cpu] += l.lost;
+				nlost += l.lost;
+			} else if (rec.type == REEL_REC_STATS) {
+				for (uint32_t i = 0; i + sizeof(struct reel_cpu_stats) <= rec.len;
+				     i += sizeof(struct reel_cpu_stats)) {
+					struct reel_cpu_stats s;
+
+					memcpy(&s, p + i, sizeof(s));
+					if (s.cpu < 1024)
+						lost_stats[s.cpu] = s.lost;
+				}
+				stats_seen++;
+			} else if (rec.type == REEL_REC_SAMPLE && rec.len >= sizeof(h)) {
+				memcpy(&h, p, sizeof(h));
+				samples++;
+				if (h.abi_version != REEL_ABI_VERSION) {
+					errorf(NULL, "sample ABI version %u", h.abi_version);
+					continue;
+				}
+				if (h.kind == REEL_EV_DATA)
+					on_data(p, rec.len);
+				else if (h.kind == REEL_EV_CONN_OPEN)
+					on_open(p, rec.len);
+				else if (h.kind == REEL_EV_CONN_CLOSE)
+					on_close(p, rec.len);
+			}
 		}
+		reel_reader__close(r);
 	}
-	reel_reader__close(r);
 
 	for (int i = 0; i < nconns; i++) {
 		struct pconn *pc = &conns[i];
