@@ -6,6 +6,10 @@
 #   trace_tshark_NAME  tshark on the synthesized pcapng shows what the client did
 #                      (truth.txt) and follows every stream byte for byte to the
 #                      payload in the .reel file; libpcap reads the pcapng back
+#   trace_lossy_NAME   (lossy, lossyhttp: captures with LOST records) replays with
+#                      exit 0, holes accounted to the byte, sequence jumps with
+#                      comments in the pcapng, transactions touched by a hole
+#                      marked and the later ones recovered
 #   trace_tshark_clean_NAME  no TCP analysis flags from tshark (retransmission,
 #                      port reuse, unseen ACK...) in the whole file and per side:
 #                      these traces lost nothing
@@ -58,6 +62,32 @@ if(TARGET reelplay AND TARGET reeltool AND REEL_TRACES_PCAP_LIB)
 			if(name IN_LIST REEL_TRACES_CLEAN_KNOWN_BAD)
 				set_tests_properties(trace_tshark_clean_${name} PROPERTIES DISABLED TRUE)
 			endif()
+		endif()
+	endforeach()
+
+	# lossy: recorded by the capture tests (reel_peer, manifest.txt);
+	# lossyhttp: record.sh (curl/nginx with a 1-page ring, truth.txt)
+	foreach(name lossy lossyhttp)
+		set(dir ${REEL_TRACES_DIR}/${name})
+		if(NOT EXISTS ${dir}/${name}.reel)
+			continue()
+		endif()
+		if(EXISTS ${dir}/${name}.expected.jsonl)
+			add_test(NAME trace_json_${name}
+				COMMAND sh ${REEL_TRACES_DIR}/check_json.sh $<TARGET_FILE:reelplay>
+					${dir} ${name} ${REEL_TRACES_WORK}/${name})
+			set_tests_properties(trace_json_${name} PROPERTIES LABELS "traces" TIMEOUT 30)
+		endif()
+		if(Python3_Interpreter_FOUND)
+			add_test(NAME trace_lossy_${name}
+				COMMAND ${Python3_EXECUTABLE} ${REEL_TRACES_DIR}/check_lossy.py
+					--name ${name} --dir ${dir}
+					--work ${REEL_TRACES_WORK}/${name}
+					--reelplay $<TARGET_FILE:reelplay>
+					--reeltool $<TARGET_FILE:reeltool>
+					--pcap-count $<TARGET_FILE:pcap_count>)
+			set_tests_properties(trace_lossy_${name} PROPERTIES
+				LABELS "traces;tshark" TIMEOUT 60 SKIP_RETURN_CODE 77)
 		endif()
 	endforeach()
 endif()

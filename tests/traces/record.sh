@@ -2,7 +2,8 @@
 # Re-records the regression traces in tests/traces/NAME/ from real loopback
 # peers (tests/peers/peers.sh). Run by hand, as root, never by CI:
 #
-#   tests/traces/record.sh [NAME...]      # NAME: http1 redis pgsql dns http2 (default: all)
+#   tests/traces/record.sh [NAME...]      # NAME: http1 redis pgsql dns http2 lossyhttp
+#                                         # (default: all)
 #
 # Uses reelcap/reelplay from $REEL_BUILD (default: build/). For each NAME it
 # writes, in tests/traces/NAME/:
@@ -30,7 +31,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${REEL_BUILD:-$ROOT/build}
 REELCAP=$BUILD/capture/reelcap
 REELPLAY=$BUILD/replay/reelplay
-ALL=(http1 redis pgsql dns http2)
+ALL=(http1 redis pgsql dns http2 lossyhttp)
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "record.sh: capturing needs root" >&2
@@ -52,11 +53,13 @@ port_free() {
 }
 
 # capture NAME PORT SERVER_PID CMD...: records the client command into NAME.reel
+# ($CAPTURE_OPTS: extra reelcap options)
 capture() {
 	local name=$1 port=$2 spid=$3
 	shift 3
 	kill -0 "$spid"
-	"$REELCAP" -q -w "$HERE/$name/$name.reel" -p "$spid" --port "$port" -- "$@"
+	# shellcheck disable=SC2086
+	"$REELCAP" -q -w "$HERE/$name/$name.reel" ${CAPTURE_OPTS:-} -p "$spid" --port "$port" -- "$@"
 }
 
 finish() {
@@ -245,6 +248,38 @@ rec_http2() {
 	} >"$dir/truth.txt"
 	rm -f "$dir/client.out"
 	finish http2
+}
+
+# ---------------------------------------------------------------- lossyhttp
+# As http1, but with a 1-page perf ring per CPU: the 64 KiB responses (32 KiB
+# DATA chunks) cannot fit and are LOST; the small requests and the 1 KiB
+# responses between them survive. Transactions touched by a hole must be
+# marked, and the later ones on the same connection recovered.
+rec_lossyhttp() {
+	local port=27181 dir=$HERE/lossyhttp u=http://127.0.0.1:27181
+	port_free $port
+	start_nginx $port 1 64
+	mkdir -p "$dir"
+	local w='%{method} %{url_effective} %{http_code} size=%{size_download}\n' urls=() i
+	for i in $u/b1k $u/b64k "$u/b1k?after=1" "$u/b64k?again=1" "$u/b1k?after=2" \
+		$u/missing "$u/b1k?last=1"; do
+		urls+=(-o /dev/null "$i")
+	done
+	CAPTURE_OPTS="--ring-pages 1" capture lossyhttp $port "$NGINX_PID" \
+		curl --http1.1 -s -w "$w" "${urls[@]}" >"$dir/client.out"
+	{
+		echo "# lossyhttp: curl --http1.1 against nginx on 127.0.0.1:$port, one keep-alive connection,"
+		echo "# captured with reelcap --ring-pages 1 (the 64 KiB responses are lost in the kernel ring)"
+		echo "client_filter --comm curl"
+		echo "server_filter --comm nginx"
+		echo "port $port"
+		echo "connections 1"
+		echo "# REQ METHOD PATH STATUS BYTES (from curl -w at recording time)"
+		sed -E "s|^([A-Z]+) http://127.0.0.1:$port([^ ]*) ([0-9]+) size=([0-9]+)|REQ \1 \2 \3 \4|" \
+			"$dir/client.out"
+	} >"$dir/truth.txt"
+	rm -f "$dir/client.out"
+	finish lossyhttp
 }
 
 names=("$@")
