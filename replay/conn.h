@@ -63,6 +63,10 @@ struct conn {
 	struct flow *fl;
 	uint64_t base[2];
 
+	/* "ip:port" of each end for the text and JSON lines, made once */
+	char epstr[2][64];
+	bool epstr_ok;
+
 	/* filters */
 	bool skipped; /* data dropped by --from: positions advanced silently */
 };

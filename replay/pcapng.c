@@ -37,7 +37,10 @@ FILE *reel_open_output(const char *path)
 struct reel_pcapng {
 	FILE *f;
 	int err;
+	uint8_t *blk; /* one EPB assembled, written with a single fwrite */
 };
+
+#define BLK_CAP (65536 + 256 + 2048)
 
 struct optbuf {
 	uint8_t b[1024 + 64];
@@ -117,9 +120,14 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 
 	if (!w)
 		return NULL;
-	w->f = reel_open_output(path);
+	w->blk = malloc(BLK_CAP);
+	w->f = w->blk ? reel_open_output(path) : NULL;
 	if (!w->f) {
+		int e = w->blk ? errno : ENOMEM;
+
+		free(w->blk);
 		free(w);
+		errno = e;
 		return NULL;
 	}
 	opt_str(&o, 2, hardware);
@@ -136,6 +144,7 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 		int e = -w->err;
 
 		fclose(w->f);
+		free(w->blk);
 		free(w);
 		errno = e;
 		return NULL;
@@ -147,8 +156,11 @@ int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *
 			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment)
 {
 	struct optbuf o = {.n = 0};
-	uint32_t epb[5] = {0, (uint32_t)(real_ns >> 32), (uint32_t)real_ns, len, len};
+	uint32_t h[7] = {6, 0, 0, (uint32_t)(real_ns >> 32), (uint32_t)real_ns, len, len};
+	size_t pad = (4 - (len & 3)) & 3, total;
 
+	if (len > BLK_CAP - 256 - sizeof(o.b))
+		return -E2BIG;
 	if (dir)
 		opt_add(&o, 2, &dir, 4);
 	if (pid || tid) {
@@ -158,7 +170,14 @@ int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *
 	}
 	opt_str(&o, 1, comment);
 	opt_end(&o);
-	return block(w, 6, epb, sizeof(epb), pkt, len, &o);
+	total = sizeof(h) + len + pad + o.n + 4;
+	h[1] = (uint32_t)total;
+	memcpy(w->blk, h, sizeof(h));
+	memcpy(w->blk + sizeof(h), pkt, len);
+	memset(w->blk + sizeof(h) + len, 0, pad);
+	memcpy(w->blk + sizeof(h) + len + pad, o.b, o.n);
+	memcpy(w->blk + total - 4, &h[1], 4);
+	return put(w, w->blk, total);
 }
 
 int reel_pcapng__close(struct reel_pcapng *w)
@@ -170,6 +189,7 @@ int reel_pcapng__close(struct reel_pcapng *w)
 	err = w->err;
 	if (fclose(w->f) && !err)
 		err = errno ? -errno : -EIO;
+	free(w->blk);
 	free(w);
 	return err;
 }

@@ -260,25 +260,38 @@ static void line_reserve(struct reel_pipeline *p, size_t need)
 		}                                                                                  \
 	} while (0)
 
-static void put_ep(struct reel_sb *sb, const struct conn *c, int side)
+static void ep_text(const struct conn *c, int side, char *buf, size_t cap)
 {
-	char a[64];
+	struct reel_sb sb;
 
+	reel_sb_init(&sb, buf, cap);
 	if (side == 0) {
 		if (c->have_tuple)
-			reel_sb_puts(sb, reel_endpoint_str(&c->local, a, sizeof(a)));
+			reel_endpoint_str(&c->local, buf, cap);
 		else if (c->unix_ino)
-			reel_sb_printf(sb, "unix:%" PRIu64, c->unix_ino);
+			reel_sb_printf(&sb, "unix:%" PRIu64, c->unix_ino);
 		else
-			reel_sb_printf(sb, "fd:%d", c->id.fd);
+			reel_sb_printf(&sb, "fd:%d", c->id.fd);
 	} else {
 		if (c->have_tuple)
-			reel_sb_puts(sb, reel_endpoint_str(&c->remote, a, sizeof(a)));
+			reel_endpoint_str(&c->remote, buf, cap);
 		else if (c->remote_ino)
-			reel_sb_printf(sb, "unix:%" PRIu64, c->remote_ino);
+			reel_sb_printf(&sb, "unix:%" PRIu64, c->remote_ino);
 		else
-			reel_sb_puts(sb, "unix");
+			reel_sb_puts(&sb, "unix");
 	}
+}
+
+static void put_ep(struct reel_sb *sb, const struct conn *cc, int side)
+{
+	struct conn *c = (struct conn *)cc; /* the cache is not part of its value */
+
+	if (!c->epstr_ok) {
+		ep_text(c, 0, c->epstr[0], sizeof(c->epstr[0]));
+		ep_text(c, 1, c->epstr[1], sizeof(c->epstr[1]));
+		c->epstr_ok = true;
+	}
+	reel_sb_puts(sb, c->epstr[side]);
 }
 
 /* Server endpoint as the summary groups it. */
@@ -887,11 +900,32 @@ static const struct {
 	{REEL_TXNF_PARTIAL, "partial"},
 };
 
+/* ,"k": */
+static void json_key(struct reel_sb *sb, const char *k)
+{
+	reel_sb_puts(sb, ",\"");
+	reel_sb_puts(sb, k);
+	reel_sb_puts(sb, "\":");
+}
+
 static void json_str(struct reel_sb *sb, const char *k, const char *v)
 {
-	reel_sb_printf(sb, ",\"%s\":\"", k);
+	json_key(sb, k);
+	reel_sb_putc(sb, '"');
 	reel_sb_json_str(sb, v, strlen(v));
 	reel_sb_putc(sb, '"');
+}
+
+static void json_u64(struct reel_sb *sb, const char *k, uint64_t v)
+{
+	json_key(sb, k);
+	reel_sb_u64(sb, v);
+}
+
+static void json_i64(struct reel_sb *sb, const char *k, int64_t v)
+{
+	json_key(sb, k);
+	reel_sb_i64(sb, v);
 }
 
 static void json_ep(struct reel_sb *sb, const char *k, const struct conn *c, int side)
@@ -906,7 +940,8 @@ static void json_ep(struct reel_sb *sb, const char *k, const struct conn *c, int
 
 static void json_time(struct reel_sb *sb, const char *k, uint64_t real)
 {
-	reel_sb_printf(sb, ",\"%s\":\"", k);
+	json_key(sb, k);
+	reel_sb_putc(sb, '"');
 	reel_sb_rfc3339(sb, real);
 	reel_sb_putc(sb, '"');
 }
@@ -917,38 +952,48 @@ static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const st
 	int client = c->role == REEL_ROLE_SERVER ? 1 : 0;
 	uint64_t ts = t->req_ts ? t->req_ts : t->resp_ts;
 
-	reel_sb_printf(sb, "{\"type\":\"txn\",\"proto\":\"%s\",\"conn\":%" PRIu64,
-		       reel_proto_name(t->proto), c->serial);
+	/* the hot sink: no printf */
+	reel_sb_puts(sb, "{\"type\":\"txn\",\"proto\":\"");
+	reel_sb_puts(sb, reel_proto_name(t->proto));
+	reel_sb_putc(sb, '"');
+	json_u64(sb, "conn", c->serial);
 	json_time(sb, "ts", real_ns(p, c->file_idx, ts));
-	reel_sb_printf(sb, ",\"pid\":%u,\"fd\":%d,\"ino\":%" PRIu64, c->id.tgid, c->id.fd,
-		       c->id.ino);
+	json_u64(sb, "pid", c->id.tgid);
+	json_i64(sb, "fd", c->id.fd);
+	json_u64(sb, "ino", c->id.ino);
 	json_str(sb, "comm", c->comm);
 	json_ep(sb, "client", c, client);
 	json_ep(sb, "server", c, !client);
 	json_str(sb, "method", t->method);
 	json_str(sb, "target", t->target);
-	reel_sb_printf(sb, ",\"status\":%d", t->status);
+	json_i64(sb, "status", t->status);
 	if (t->grpc_status >= 0)
-		reel_sb_printf(sb, ",\"grpc_status\":%d", t->grpc_status);
+		json_i64(sb, "grpc_status", t->grpc_status);
 	if (t->stream_id)
-		reel_sb_printf(sb, ",\"stream_id\":%u", t->stream_id);
+		json_u64(sb, "stream_id", t->stream_id);
+	json_key(sb, "latency_us");
 	if (t->req_ts && t->resp_ts && t->resp_ts >= t->req_ts)
-		reel_sb_printf(sb, ",\"latency_us\":%.3f", (double)(t->resp_ts - t->req_ts) / 1e3);
+		reel_sb_milli(sb, t->resp_ts - t->req_ts);
 	else
-		reel_sb_puts(sb, ",\"latency_us\":null");
-	reel_sb_printf(sb,
-		       ",\"req_ts_ns\":%" PRIu64 ",\"resp_ts_ns\":%" PRIu64
-		       ",\"req_bytes\":%" PRIu64 ",\"resp_bytes\":%" PRIu64 ",\"req_pos\":%" PRIu64
-		       ",\"resp_pos\":%" PRIu64,
-		       t->req_ts, t->resp_ts, t->req_bytes, t->resp_bytes, t->req_stream_pos,
-		       t->resp_stream_pos);
-	reel_sb_printf(sb, ",\"hole\":%s,\"error\":%s",
-		       t->flags & (REEL_TXNF_HOLE_REQ | REEL_TXNF_HOLE_RESP) ? "true" : "false",
-		       reel_txn_is_error(t) ? "true" : "false");
+		reel_sb_puts(sb, "null");
+	json_u64(sb, "req_ts_ns", t->req_ts);
+	json_u64(sb, "resp_ts_ns", t->resp_ts);
+	json_u64(sb, "req_bytes", t->req_bytes);
+	json_u64(sb, "resp_bytes", t->resp_bytes);
+	json_u64(sb, "req_pos", t->req_stream_pos);
+	json_u64(sb, "resp_pos", t->resp_stream_pos);
+	json_key(sb, "hole");
+	reel_sb_puts(sb, t->flags & (REEL_TXNF_HOLE_REQ | REEL_TXNF_HOLE_RESP) ? "true" : "false");
+	json_key(sb, "error");
+	reel_sb_puts(sb, reel_txn_is_error(t) ? "true" : "false");
 	reel_sb_puts(sb, ",\"flags\":[");
-	for (size_t i = 0, k = 0; i < sizeof(txn_flags) / sizeof(txn_flags[0]); i++)
-		if (t->flags & txn_flags[i].bit)
-			reel_sb_printf(sb, "%s\"%s\"", k++ ? "," : "", txn_flags[i].name);
+	for (size_t i = 0, k = 0; i < sizeof(txn_flags) / sizeof(txn_flags[0]); i++) {
+		if (t->flags & txn_flags[i].bit) {
+			reel_sb_puts(sb, k++ ? ",\"" : "\"");
+			reel_sb_puts(sb, txn_flags[i].name);
+			reel_sb_putc(sb, '"');
+		}
+	}
 	reel_sb_putc(sb, ']');
 	json_str(sb, "detail", t->detail);
 	if (c->tls)
@@ -1333,6 +1378,7 @@ static void on_conn_open(struct reel_pipeline *p, const struct reel_event *ev)
 	c->remote_ino = o->remote_ino;
 	c->open_syscall = o->syscall;
 	c->have_tuple = is_ip(&o->local);
+	c->epstr_ok = false;
 	c->last_tid = o->hdr.tid;
 	if (o->role == REEL_ROLE_CLIENT || o->role == REEL_ROLE_SERVER) {
 		c->role = o->role;
@@ -1358,8 +1404,11 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	c->last_ts = ev->ts_ns;
 	if (d->flags & REEL_DATAF_TLS)
 		c->tls = true;
-	if ((d->flags & REEL_DATAF_HAS_PEER) && is_ip(&d->peer) && !c->remote.port && c->have_tuple)
+	if ((d->flags & REEL_DATAF_HAS_PEER) && is_ip(&d->peer) && !c->remote.port &&
+	    c->have_tuple) {
 		c->remote = d->peer;
+		c->epstr_ok = false;
+	}
 	if (!c->comm[0]) {
 		struct proc_info *pi = proc_find(&p->ct, c->host, c->id.tgid);
 

@@ -40,6 +40,38 @@ void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...)
 		sb->len += (size_t)n;
 }
 
+void reel_sb_u64(struct reel_sb *sb, uint64_t v)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	reel_sb_put(sb, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+void reel_sb_i64(struct reel_sb *sb, int64_t v)
+{
+	if (v < 0) {
+		reel_sb_putc(sb, '-');
+		reel_sb_u64(sb, (uint64_t)0 - (uint64_t)v);
+	} else {
+		reel_sb_u64(sb, (uint64_t)v);
+	}
+}
+
+void reel_sb_milli(struct reel_sb *sb, uint64_t v)
+{
+	char frac[4] = {(char)('0' + v / 100 % 10), (char)('0' + v / 10 % 10), (char)('0' + v % 10),
+			0};
+
+	reel_sb_u64(sb, v / 1000);
+	reel_sb_putc(sb, '.');
+	reel_sb_put(sb, frac, 3);
+}
+
 void reel_sb_escape(struct reel_sb *sb, const uint8_t *p, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -154,14 +186,38 @@ void reel_sb_base64(struct reel_sb *sb, const uint8_t *p, size_t n)
 
 void reel_sb_rfc3339(struct reel_sb *sb, uint64_t real_ns)
 {
-	time_t s = (time_t)(real_ns / 1000000000u);
-	struct tm tm;
+	static __thread uint64_t cached_sec = UINT64_MAX;
+	static __thread char cached[32];
+	static __thread size_t cached_len;
+	uint64_t sec = real_ns / 1000000000u;
+	uint32_t ns = (uint32_t)(real_ns % 1000000000u);
+	char frac[11];
 
-	if (!gmtime_r(&s, &tm)) {
-		reel_sb_printf(sb, "%llu", (unsigned long long)real_ns);
-		return;
+	if (sec != cached_sec) {
+		time_t s = (time_t)sec;
+		struct tm tm;
+		int n;
+
+		if (!gmtime_r(&s, &tm)) {
+			reel_sb_u64(sb, real_ns);
+			return;
+		}
+		n = snprintf(cached, sizeof(cached), "%04d-%02d-%02dT%02d:%02d:%02d",
+			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			     tm.tm_sec);
+		if (n < 0 || (size_t)n >= sizeof(cached)) {
+			reel_sb_u64(sb, real_ns);
+			return;
+		}
+		cached_len = (size_t)n;
+		cached_sec = sec;
 	}
-	reel_sb_printf(sb, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		       tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		       (unsigned)(real_ns % 1000000000u));
+	reel_sb_put(sb, cached, cached_len);
+	frac[0] = '.';
+	for (int i = 9; i >= 1; i--) {
+		frac[i] = (char)('0' + ns % 10);
+		ns /= 10;
+	}
+	frac[10] = 'Z';
+	reel_sb_put(sb, frac, 11);
 }

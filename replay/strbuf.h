@@ -30,12 +30,18 @@ void reel_sb_put(struct reel_sb *sb, const char *s, size_t n);
 void reel_sb_puts(struct reel_sb *sb, const char *s);
 void reel_sb_putc(struct reel_sb *sb, char c);
 void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Decimal integers without printf. */
+void reel_sb_u64(struct reel_sb *sb, uint64_t v);
+void reel_sb_i64(struct reel_sb *sb, int64_t v);
+/* v / 1000 with three decimals ("12.345"): microseconds from nanoseconds. */
+void reel_sb_milli(struct reel_sb *sb, uint64_t v);
 /* Escaped preview: printable ASCII as is, \r \n \t \\ \" escaped, others \xHH. */
 void reel_sb_escape(struct reel_sb *sb, const uint8_t *p, size_t n);
 /* JSON string contents (no quotes); bytes >= 0x80 and controls as \u00XX. */
 void reel_sb_json_str(struct reel_sb *sb, const char *s, size_t n);
 void reel_sb_base64(struct reel_sb *sb, const uint8_t *p, size_t n);
-/* RFC3339 UTC with nanoseconds: 2026-11-21T12:45:26.123456789Z */
+/* RFC3339 UTC with nanoseconds: 2026-11-21T12:45:26.123456789Z (the
+ * date-and-seconds part is cached per thread: consecutive calls are cheap). */
 void reel_sb_rfc3339(struct reel_sb *sb, uint64_t real_ns);
 
 #endif /* REEL_STRBUF_H */

@@ -9,6 +9,7 @@
  * exchanges (120-byte requests, 200 B - 8 KiB responses), over 4 CPUs.
  *
  *   bench_replay [connections (default 2000)] [requests per connection (50)]
+ *                [largest response body (8000; bodies are 200 B up to it)]
  *
  * Needs the built reelplay next to it (../../replay/reelplay) and tshark for
  * the reference (skipped without it).
@@ -145,6 +146,8 @@ static void conn_close(struct gen *g, struct bconn *c)
 	emit(g, c->cpu, &cl, sizeof(cl));
 }
 
+static uint32_t max_body = 8000;
+
 static int generate(const char *path, uint64_t nconns, uint32_t reqs, struct gen *g)
 {
 	REEL_OPTS(reel_writer_opts, o, .allow_overwrite = true, .wait_when_full = true,
@@ -165,7 +168,7 @@ static int generate(const char *path, uint64_t nconns, uint32_t reqs, struct gen
 	}
 	while (closed < nconns) {
 		struct bconn *c = &open[rnd() % 64];
-		uint32_t blen = 200 + rnd() % 8000;
+		uint32_t blen = 200 + rnd() % (max_body > 200 ? max_body - 199 : 1);
 		int hl, rl;
 
 		if (!c->left)
@@ -238,6 +241,10 @@ int main(int argc, char **argv)
 	struct runres sum, wr, ts, big;
 	bool tshark = system("command -v tshark >/dev/null 2>&1") == 0;
 
+	if (argc > 3)
+		max_body = (uint32_t)strtoul(argv[3], NULL, 0);
+	if (max_body > 8000)
+		max_body = 8000;
 	snprintf(a, sizeof(a), "%s/bench_replay.%d.a.reel", dir, (int)getpid());
 	snprintf(b, sizeof(b), "%s/bench_replay.%d.b.reel", dir, (int)getpid());
 	snprintf(png, sizeof(png), "%s/bench_replay.%d.pcapng", dir, (int)getpid());
