@@ -154,7 +154,10 @@ static int decode_sample(const struct reel_record *rec, struct reel_event *ev)
 
 int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 {
-	memset(ev, 0, sizeof(*ev));
+	/* The union is large (PROC_EXEC's file name) and each kind fills its
+	 * member: clear only the common fields, on the hot path. */
+	ev->kind = REEL_EVENT_NONE;
+	ev->abi_version = 0;
 	ev->cpu = rec->cpu;
 	ev->ts_ns = rec->ts_ns;
 	ev->file_idx = rec->file_idx;

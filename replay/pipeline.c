@@ -709,9 +709,20 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	mss = reel_pkt_mss(c->fl->ep[0].v6, stream_like(c) ? 6 : 17);
 	reel_sb_init(&sb, note, sizeof(note));
 	take_notes(c->fl, dir, &sb);
-	reel_sb_printf(&sb, "%s%s pid %u tid %u fd %d %s%s", sb.len ? "; " : "",
-		       c->comm[0] ? c->comm : "?", c->id.tgid, ch->tid, c->id.fd,
-		       reel_syscall_name(ch->syscall), ch->flags & REEL_DATAF_TLS ? " tls" : "");
+	/* per packet: no printf */
+	if (sb.len)
+		reel_sb_puts(&sb, "; ");
+	reel_sb_puts(&sb, c->comm[0] ? c->comm : "?");
+	reel_sb_puts(&sb, " pid ");
+	reel_sb_u64(&sb, c->id.tgid);
+	reel_sb_puts(&sb, " tid ");
+	reel_sb_u64(&sb, ch->tid);
+	reel_sb_puts(&sb, " fd ");
+	reel_sb_i64(&sb, c->id.fd);
+	reel_sb_putc(&sb, ' ');
+	reel_sb_puts(&sb, reel_syscall_name(ch->syscall));
+	if (ch->flags & REEL_DATAF_TLS)
+		reel_sb_puts(&sb, " tls");
 	for (uint32_t off = 0; off < ch->cap;) {
 		uint32_t n = ch->cap - off < mss ? ch->cap - off : mss;
 
