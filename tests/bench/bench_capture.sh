@@ -6,7 +6,8 @@
 #      interleaved off,on,off,...,off; ratio = mean(on) / mean(off)   target >= 0.95
 #   b) tracer CPU seconds per MB of ring data drained: reelcap (sample bytes)
 #      beside `perf record -z -a` on the same syscall tracepoints (perf's
-#      "original N MB"), both wrapped in cputime.py, same wrk load  target <= 1.0
+#      "original N MB"), both wrapped in cputime.py; two loads: evgen paced at
+#      100k syscalls/s (the same work under both) and wrk /b1k  target <= 1.0
 #   c) LOST at 200k events/s with default settings (evgen 200000 10 under
 #      full capture), from the file                                target == 0
 #   d) file bytes of reelcap (--port P) beside `tcpdump -i lo -w` of the same
@@ -151,7 +152,7 @@ wrk_rps() {
 # --------------------------------------------------------------------
 # a) throughput with full capture on / off
 
-declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_CPU TP_MED
+declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_DROP TP_CPU TP_MED
 for body in b1k b64k; do
 	offs=() ons=()
 	wrk_rps /$body 1 >/dev/null # warm up
@@ -163,9 +164,10 @@ for body in b1k b64k; do
 		stop_tracer
 		cpu=$(awk '/reelcap CPU/ {print $3}' "$W/reelcap.$$.log")
 		TP_CPU[$body]="${TP_CPU[$body]:-} ${cpu:-?}"
-		lost=$("$REELTOOL" info --json "$W/a_$body.reel" |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["lost_samples"])')
+		read -r lost drop < <("$REELTOOL" info --json "$W/a_$body.reel" |
+			python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["lost_samples"], j["dropped_records"])')
 		TP_LOST[$body]=$((${TP_LOST[$body]:-0} + lost))
+		TP_DROP[$body]=$((${TP_DROP[$body]:-0} + drop))
 	done
 	TP_OFF[$body]=$(printf '%s\n' "${offs[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
 	TP_ON[$body]=$(printf '%s\n' "${ons[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
@@ -176,7 +178,7 @@ for body in b1k b64k; do
 	TP_MED[$body]=$(awk -v a="$mon" -v b="$moff" 'BEGIN {printf "%.3f", a/b}')
 	echo "a) /$body requests/s off: ${offs[*]}  on: ${ons[*]}"
 	echo "   mean on/off ${TP_ON[$body]}/${TP_OFF[$body]} = ${TP_RATIO[$body]}; median $mon/$moff =" \
-		"${TP_MED[$body]}; LOST during on-rounds: ${TP_LOST[$body]};" \
+		"${TP_MED[$body]}; LOST ${TP_LOST[$body]}, DROP ${TP_DROP[$body]} during on-rounds;" \
 		"reelcap CPU s per ${round}s round:${TP_CPU[$body]}"
 done
 
@@ -190,61 +192,91 @@ for s in read write readv writev sendto recvfrom sendmsg recvmsg sendmmsg recvmm
 done
 tps="${tps#,},syscalls:sys_enter_close,sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit"
 
-# reelcap
-rm -f "$W/b.reel"
-$CPUTIME "$W/b_reel.cpu" "$REELCAP" -w "$W/b.reel" 2>"$W/b_reel.log" &
-TRACER_PID=$!
-for _ in $(seq 200); do
-	grep -q "capturing to" "$W/b_reel.log" && break
-	sleep 0.05
-done
-b_reel_rps=$(wrk_rps /b1k "$round")
-sleep 0.5
-stop_tracer
-b_reel_cpu=$(cat "$W/b_reel.cpu")
-# "final: ...: N events (X MB)" -> MB
-b_reel_mb=$(sed -n 's/.*final: .*events (\([0-9.]*\) \([kMG]*B\)).*/\1 \2/p' "$W/b_reel.log" |
-	awk '{v=$1; if ($2=="kB") v/=1000; else if ($2=="GB") v*=1000; else if ($2=="B") v/=1e6; printf "%.3f", v}')
+# ticks PID: user+system CPU clock ticks of a process (all its threads)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# child PID: the (first) child of a process
+child() { cut -d' ' -f1 "/proc/$1/task/$1/children" 2>/dev/null; }
+HZ=$(getconf CLK_TCK)
 
-# perf record: started disabled, enabled through its control fifo (so the
-# load runs only once every event is open), its own writes filtered out (a
-# tracer tracing its own output file would feed back on itself)
-rm -f "$W/perf.data" "$W/perf.ctl" "$W/perf.ack"
-mkfifo "$W/perf.ctl" "$W/perf.ack"
-{
-	# $$ in the script is its shell's pid, which exec makes perf's
-	printf 'exec perf record -z -a -D -1 --control=fifo:%s,%s -o %s' \
-		"$W/perf.ctl" "$W/perf.ack" "$W/perf.data"
-	for t in ${tps//,/ }; do
-		printf ' -e %s --filter "common_pid != $$"' "$t"
+# pair NAME LOAD...: runs LOAD under reelcap, then under perf record, and sets
+# B_RATIO[NAME] (CPU s per MB, reel / perf) and B_LINE[NAME]
+declare -A B_RATIO B_EVRATIO B_DRATIO
+pair() {
+	local name=$1
+	shift
+	local reel_cpu reel_mb reel_events reel_load perf_cpu perf_mb perf_events perf_load perf_lost
+	# reelcap
+	rm -f "$W/b.reel"
+	$CPUTIME "$W/b_reel.cpu" "$REELCAP" -w "$W/b.reel" 2>"$W/b_reel.log" &
+	TRACER_PID=$!
+	for _ in $(seq 200); do
+		grep -q "capturing to" "$W/b_reel.log" && break
+		sleep 0.05
 	done
-	echo
-} >"$W/perf.sh"
-$CPUTIME "$W/b_perf.cpu" sh "$W/perf.sh" 2>"$W/b_perf.log" &
-TRACER_PID=$!
-exec 7>"$W/perf.ctl" 8<"$W/perf.ack"
-echo enable >&7
-read -r -t 30 _ack <&8 || echo "bench_capture: perf did not acknowledge 'enable'" >&2
-b_perf_rps=$(wrk_rps /b1k "$round")
-sleep 0.5
-stop_tracer
-exec 7>&- 8<&-
-b_perf_cpu=$(cat "$W/b_perf.cpu")
-b_perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1)
-b_perf_lost=$(grep -o "lost [0-9]* chunks\|Lost [0-9]* events\|[0-9]* lost" "$W/b_perf.log" | head -n 3 | tr '\n' ' ')
-b_perf_events=$(perf report -i "$W/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
-b_reel_events=$(sed -n 's/.*final: [0-9.]*s: \([0-9]*\) events.*/\1/p' "$W/b_reel.log")
-b_reel_per=$(awk -v c="$b_reel_cpu" -v m="$b_reel_mb" 'BEGIN {printf "%.4f", c/m}')
-b_perf_per=$(awk -v c="$b_perf_cpu" -v m="${b_perf_mb:-0}" 'BEGIN {if (m > 0) printf "%.4f", c/m; else print "nan"}')
-b_ratio=$(awk -v a="$b_reel_per" -v b="$b_perf_per" 'BEGIN {if (b+0 > 0) printf "%.3f", a/b; else print "nan"}')
-echo "b) reelcap: ${b_reel_cpu} CPU s for ${b_reel_mb} MB drained (${b_reel_per} s/MB; wrk ${b_reel_rps} req/s)"
-echo "   perf:    ${b_perf_cpu} CPU s for ${b_perf_mb:-?} MB drained (${b_perf_per} s/MB; wrk ${b_perf_rps} req/s) ${b_perf_lost}"
-echo "   ratio reel/perf per MB: $b_ratio"
-b_ev_ratio=$(awk -v a="$b_reel_cpu" -v ae="${b_reel_events:-0}" -v b="$b_perf_cpu" -v be="${b_perf_events:-0}" \
-	'BEGIN {if (ae > 0 && be > 0 && b > 0) printf "%.3f", (a/ae)/(b/be); else print "nan"}')
-echo "   per event (not a target; reel events carry payload): reelcap ${b_reel_events:-?} events," \
-	"perf ${b_perf_events:-?} samples; CPU per event reel/perf = $b_ev_ratio"
-grep "perf record" "$W/b_perf.log" | sed 's/^/   perf: /'
+	local rp t0 t1 pp
+	rp=$(child "$TRACER_PID")
+	t0=$(ticks "$rp")
+	reel_load=$("$@")
+	sleep 0.5
+	t1=$(ticks "$rp")
+	local reel_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
+	stop_tracer
+	reel_cpu=$(cat "$W/b_reel.cpu")
+	# "final: ...: N events (X MB)" -> MB
+	reel_mb=$(sed -n 's/.*final: .*events (\([0-9.]*\) \([kMG]*B\)).*/\1 \2/p' "$W/b_reel.log" |
+		awk '{v=$1; if ($2=="kB") v/=1000; else if ($2=="GB") v*=1000; else if ($2=="B") v/=1e6; printf "%.3f", v}')
+	reel_events=$(sed -n 's/.*final: [0-9.]*s: \([0-9]*\) events.*/\1/p' "$W/b_reel.log")
+
+	# perf record: started disabled, enabled through its control fifo (so
+	# the load runs only once every event is open), its own writes filtered
+	# out (a tracer tracing its own output file feeds back on itself)
+	rm -f "$W/perf.data" "$W/perf.ctl" "$W/perf.ack"
+	mkfifo "$W/perf.ctl" "$W/perf.ack"
+	{
+		# $$ in the script is its shell's pid, which exec makes perf's
+		printf 'exec perf record -z -a -D -1 --control=fifo:%s,%s -o %s' \
+			"$W/perf.ctl" "$W/perf.ack" "$W/perf.data"
+		for t in ${tps//,/ }; do
+			printf ' -e %s --filter "common_pid != $$"' "$t"
+		done
+		echo
+	} >"$W/perf.sh"
+	$CPUTIME "$W/b_perf.cpu" sh "$W/perf.sh" 2>"$W/b_perf.log" &
+	TRACER_PID=$!
+	exec 7>"$W/perf.ctl" 8<"$W/perf.ack"
+	echo enable >&7
+	read -r -t 30 _ <&8 || echo "bench_capture: perf did not acknowledge 'enable'" >&2
+	pp=$(child "$TRACER_PID")
+	t0=$(ticks "$pp")
+	perf_load=$("$@")
+	sleep 0.5
+	t1=$(ticks "$pp")
+	local perf_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
+	stop_tracer
+	exec 7>&- 8<&-
+	perf_cpu=$(cat "$W/b_perf.cpu")
+	perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1)
+	perf_lost=$(grep -io "lost [0-9]* chunks\|[0-9]* lost" "$W/b_perf.log" | head -n 3 | tr '\n' ' ')
+	perf_events=$(perf report -i "$W/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+
+	B_RATIO[$name]=$(awk -v c="$reel_cpu" -v m="$reel_mb" -v pc="$perf_cpu" -v pm="${perf_mb:-0}" \
+		'BEGIN {if (m > 0 && pm > 0 && pc > 0) printf "%.3f", (c/m)/(pc/pm); else print "nan"}')
+	B_DRATIO[$name]=$(awk -v c="$reel_drain" -v m="$reel_mb" -v pc="$perf_drain" -v pm="${perf_mb:-0}" \
+		'BEGIN {if (m > 0 && pm > 0 && pc > 0) printf "%.3f", (c/m)/(pc/pm); else print "nan"}')
+	B_EVRATIO[$name]=$(awk -v a="$reel_cpu" -v ae="${reel_events:-0}" -v b="$perf_cpu" -v be="${perf_events:-0}" \
+		'BEGIN {if (ae > 0 && be > 0 && b > 0) printf "%.3f", (a/ae)/(b/be); else print "nan"}')
+	echo "b) load $name"
+	echo "   reelcap: $reel_cpu CPU s in all ($reel_drain while the load ran), $reel_mb MB drained," \
+		"${reel_events:-?} events; load: $reel_load"
+	echo "   perf:    $perf_cpu CPU s in all ($perf_drain while the load ran), ${perf_mb:-?} MB drained," \
+		"${perf_events:-?} samples ${perf_lost}; load: $perf_load"
+	echo "   CPU per MB reel/perf: whole process ${B_RATIO[$name]}, while the load ran ${B_DRATIO[$name]};" \
+		"CPU per event (whole) ${B_EVRATIO[$name]}"
+}
+load_evgen() { "$EVGEN" 100000 "$round" | sed 's/^evgen: //'; }
+load_wrk() { echo "$(wrk_rps /b1k "$round") req/s"; }
+pair evgen load_evgen
+pair wrk load_wrk
 
 # --------------------------------------------------------------------
 # c) LOST at 200k events/s, default settings, full capture
@@ -287,20 +319,21 @@ echo "d) wrk /b1k ${d_rps} req/s; reel ${d_reel} B; pcap ${d_pcap} B ($d_pkts, $
 # --------------------------------------------------------------------
 # diagnosis: BPF run time per program over one captured round
 
-if [ "$stats_was" != 1 ]; then
-	sysctl -q kernel.bpf_stats_enabled=1
-fi
+stats_now=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+[ "$stats_now" != 1 ] && sysctl -q kernel.bpf_stats_enabled=1
+bpftool -j prog show >"$W/e_pre.json"
 start_reelcap "$W/e.reel" || exit 1
 sleep 0.5
 bpftool -j prog show >"$W/e_before.json"
 e_rps=$(wrk_rps /b1k "$round")
 bpftool -j prog show >"$W/e_after.json"
 stop_tracer
-[ "$stats_was" != 1 ] && sysctl -q kernel.bpf_stats_enabled=0
+[ "$stats_now" != 1 ] && sysctl -q kernel.bpf_stats_enabled=0
 echo "diagnosis: BPF programs during one ${round}s wrk /b1k round (${e_rps} req/s):"
-python3 - "$W/e_before.json" "$W/e_after.json" "$e_rps" "$round" <<'PY'
+python3 - "$W/e_before.json" "$W/e_after.json" "$e_rps" "$round" "$W/e_pre.json" <<'PY'
 import json, sys
-b = {p["id"]: p for p in json.load(open(sys.argv[1]))}
+pre = {p["id"] for p in json.load(open(sys.argv[5]))}  # other tools' programs
+b = {p["id"]: p for p in json.load(open(sys.argv[1])) if p["id"] not in pre}
 a = json.load(open(sys.argv[2]))
 rps, secs = float(sys.argv[3] or 0), float(sys.argv[4])
 rows, tot = [], 0
@@ -329,12 +362,21 @@ pass() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
 echo
 echo "bench_capture results (reference measured in the same run)"
 printf '%-52s %12s %10s %6s\n' "figure" "value" "target" ""
-printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, 1 KiB bodies" "${TP_RATIO[b1k]}" ">= 0.95" "$(pass "${TP_RATIO[b1k]}" ">=" 0.95)"
-printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, 64 KiB bodies" "${TP_RATIO[b64k]}" ">= 0.95" "$(pass "${TP_RATIO[b64k]}" ">=" 0.95)"
-printf '%-52s %12s %10s %6s\n' "b) tracer CPU s per MB drained, reelcap/perf" "$b_ratio" "<= 1.0" "$(pass "$b_ratio" "<=" 1.0)"
+for body in b1k b64k; do
+	printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, ${body#b} bodies" "${TP_RATIO[$body]}" ">= 0.95" \
+		"$(pass "${TP_RATIO[$body]}" ">=" 0.95)"
+	printf '%-52s %12s %10s %6s\n' "   (median ratio; events LOST + DROPped while on)" \
+		"${TP_MED[$body]}" "$((TP_LOST[$body] + TP_DROP[$body]))" ""
+done
+for l in evgen wrk; do
+	printf '%-52s %12s %10s %6s\n' "b) tracer CPU s per MB, reelcap/perf, $l (cputime)" "${B_RATIO[$l]}" "<= 1.0" \
+		"$(pass "${B_RATIO[$l]}" "<=" 1.0)"
+	printf '%-52s %12s %10s %6s\n' "   (the same, CPU while the load ran: drain only)" "${B_DRATIO[$l]}" "<= 1.0" \
+		"$(pass "${B_DRATIO[$l]}" "<=" 1.0)"
+done
 printf '%-52s %12s %10s %6s\n' "c) LOST at 200k events/s (default settings)" "$c_lost" "== 0" "$(pass "$c_lost" "==" 0)"
 printf '%-52s %12s %10s %6s\n' "d) reel file / zstd -3 pcap, 1 KiB bodies" "$d_ratio" "<= 0.5" "$(pass "$d_ratio" "<=" 0.5)"
-printf '  raw: a) 1k on %s off %s; 64k on %s off %s req/s; b) reel %s s / %s MB, perf %s s / %s MB;\n' \
-	"${TP_ON[b1k]}" "${TP_OFF[b1k]}" "${TP_ON[b64k]}" "${TP_OFF[b64k]}" "$b_reel_cpu" "$b_reel_mb" "$b_perf_cpu" "${b_perf_mb:-?}"
+printf '  raw: a) 1k on %s off %s; 64k on %s off %s req/s (means); b) see above;\n' \
+	"${TP_ON[b1k]}" "${TP_OFF[b1k]}" "${TP_ON[b64k]}" "${TP_OFF[b64k]}"
 printf '       c) %s samples, %s LOST; d) reel %s B, pcap %s B, pcap.zst %s B\n' \
 	"$c_samples" "$c_lost" "$d_reel" "$d_pcap" "$d_zst"
