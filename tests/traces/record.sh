@@ -4,6 +4,10 @@
 #
 #   tests/traces/record.sh [NAME...]      # NAME: http1 redis pgsql dns http2 lossyhttp
 #                                         # (default: all)
+#   tests/traces/record.sh --expected [NAME...]
+#                                         # only rewrite NAME.expected.jsonl from the
+#                                         # committed NAME.reel (after an intended change
+#                                         # of reelplay's JSON): review `git diff` first
 #
 # Uses reelcap/reelplay from $REEL_BUILD (default: build/). For each NAME it
 # writes, in tests/traces/NAME/:
@@ -33,9 +37,27 @@ REELCAP=$BUILD/capture/reelcap
 REELPLAY=$BUILD/replay/reelplay
 ALL=(http1 redis pgsql dns http2 lossyhttp)
 
-if [ "$(id -u)" -ne 0 ]; then
+expected_only=0
+if [ "${1:-}" = --expected ]; then
+	expected_only=1
+	shift
+fi
+if [ "$(id -u)" -ne 0 ] && [ $expected_only = 0 ]; then
 	echo "record.sh: capturing needs root" >&2
 	exit 1
+fi
+if [ $expected_only = 1 ]; then
+	if [ $# -eq 0 ]; then # the traces that have a reviewed expected file
+		for n in http1 redis pgsql dns http2 lossyhttp; do
+			[ -f "$HERE/$n/$n.expected.jsonl" ] && set -- "$@" "$n"
+		done
+	fi
+	for n in "$@"; do
+		[ -f "$HERE/$n/$n.reel" ] || { echo "record.sh: no $HERE/$n/$n.reel" >&2; exit 2; }
+		"$REELPLAY" "$HERE/$n/$n.reel" --json "$HERE/$n/$n.expected.jsonl"
+		echo "== $n: rewrote $n.expected.jsonl; review it (git diff) against truth.txt"
+	done
+	exit 0
 fi
 for b in "$REELCAP" "$REELPLAY"; do
 	[ -x "$b" ] || { echo "record.sh: $b missing (build first, or set REEL_BUILD)" >&2; exit 1; }
