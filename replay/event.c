@@ -420,8 +420,10 @@ int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t prev
 	case REEL_EVENT_DROP:
 		reel_sb_printf(&sb, " %" PRIu64 " records %" PRIu64 " bytes dropped (%s",
 			       ev->drop.records, ev->drop.bytes, drop_reason(ev->drop.reason));
-		if (ev->drop.err)
+		if (ev->drop.err < 0 && ev->drop.err > -4096)
 			reel_sb_printf(&sb, " %s", strerror(-ev->drop.err));
+		else if (ev->drop.err)
+			reel_sb_printf(&sb, " error %d", ev->drop.err);
 		reel_sb_puts(&sb, ")");
 		break;
 	case REEL_EVENT_PROC: {
