@@ -45,8 +45,10 @@ static void print_log(const char *log)
 	}
 }
 
-/* Runs reelcap [extra] -- reel_peer and checks the whole capture. */
-static void capture_and_check(const char *name, const char *snap_arg, uint32_t snaplen)
+/* One capture; with tolerate_loss, a capture with LOST records is checked
+ * allowing holes and its lost count returned (0: checked in full). */
+static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t snaplen,
+			     bool tolerate_loss)
 {
 	char dir[512], file[600], manifest[600], log[600];
 	const char *argv[16];
@@ -71,11 +73,13 @@ static void capture_and_check(const char *name, const char *snap_arg, uint32_t s
 	argv[k++] = "-w";
 	argv[k++] = file;
 	/* An exactness test, not a loss test (test_capture_loss is): rings large
-	 * enough that the 1 MiB lock-step bursts never overflow them even when
-	 * reelcap is scheduled late on a busy 2-CPU host. With the default 256
-	 * pages this load loses samples in about half the runs there. */
+	 * enough (16 MiB per CPU) that the 1 MiB lock-step bursts never overflow
+	 * them even when reelcap is scheduled late on a busy 2-CPU host. With
+	 * the default rings (1-2 MiB) this load loses samples in about half the
+	 * runs there: a 1 MiB message becomes ~1 MiB of ring data within a
+	 * millisecond (each 64 KiB read captures 64 KiB). */
 	argv[k++] = "--ring-pages";
-	argv[k++] = "2048";
+	argv[k++] = "4096";
 	if (snap_arg) {
 		argv[k++] = "-s";
 		argv[k++] = snap_arg;
@@ -115,6 +119,16 @@ static void capture_and_check(const char *name, const char *snap_arg, uint32_t s
 		assert_int_equal(per_proto[p], conns_per_proto[p]);
 
 	assert_int_equal(cit_scan_file(file, c, n, snaplen, &res), 0);
+	if (tolerate_loss && res.lost_total) {
+		/* every event that arrived must still be exact */
+		cit_check_streams(c, n, snaplen, true);
+		cit_check_conn_events(c, n, true);
+		assert_int_equal(res.damaged_blocks + res.decode_errors, 0);
+		assert_int_equal(res.stray_data + res.stray_open + res.stray_close, 0);
+		assert_int_equal(cit_errors, 0);
+		cit_conns_free(c, n);
+		return res.lost_total;
+	}
 	cit_check_streams(c, n, snaplen, false);
 	cit_check_conn_events(c, n, false);
 
@@ -201,6 +215,29 @@ static void capture_and_check(const char *name, const char *snap_arg, uint32_t s
 		assert_int_equal(cit_run(v, log), 0);
 	}
 	cit_conns_free(c, n);
+	return 0;
+}
+
+#define ATTEMPTS 3
+
+/* Runs reelcap [extra] -- reel_peer and checks the whole capture. A capture
+ * in which the kernel lost samples (ring overflow: LOST records, counted by
+ * the kernel) is still checked, with holes allowed, and then retried: this
+ * test wants one capture without loss out of ATTEMPTS. */
+static void capture_and_check(const char *name, const char *snap_arg, uint32_t snaplen)
+{
+	for (int attempt = 1;; attempt++) {
+		char sub[64];
+		uint64_t lost;
+
+		snprintf(sub, sizeof(sub), "%s.%d", name, attempt);
+		lost = capture_once(sub, snap_arg, snaplen, attempt < ATTEMPTS);
+		if (!lost)
+			return;
+		printf("%s: the kernel lost %llu samples (ring overflow, recorded as LOST; "
+		       "test_capture_loss covers that): the rest checked out, capturing again\n",
+		       sub, (unsigned long long)lost);
+	}
 }
 
 static void test_capture_all_variants(void **state)
