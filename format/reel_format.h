@@ -408,12 +408,15 @@ void reel_reader__close(struct reel_reader *r);
 struct reel_merge_opts {
 	size_t sz;
 	/* Records are held until the newest timestamp seen is this far past
-	 * them (default 2 s): per-CPU streams are each in order, and the drain
-	 * interleaves them within one poll cycle. */
+	 * them (default 500 ms): per-CPU streams are each in order, and reelcap
+	 * drains every ring at least every 100 ms. */
 	uint64_t window_ns;
 	/* Hard bound on records held (default 1,000,000); past it the oldest is
 	 * released even if inside the window. */
 	uint32_t max_held;
+	/* Hard bound on payload bytes held (default 64 MiB), so memory stays flat
+	 * whatever the event rate; past it the oldest is released. */
+	uint64_t max_held_bytes;
 };
 
 struct reel_merge;

@@ -4,6 +4,12 @@
  * order (per CPU exactly, interleaved within one drain cycle); a min-heap
  * holds records until every live reader has read past ts + window_ns, then
  * releases them by (ts, file_idx, cpu, order of appearance in the file).
+ *
+ * reelcap drains every ring at least every 100 ms, so a record with time T is
+ * in the file before any record stamped later than T plus one drain cycle: a
+ * window of a few cycles is enough. Memory is bounded by bytes held (not by
+ * time, which would grow with the event rate); nodes are recycled by size
+ * class so a long replay does not fragment the heap.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,8 +17,13 @@
 
 #include "format_internal.h"
 
-#define DEFAULT_WINDOW_NS 2000000000ull
-#define DEFAULT_MAX_HELD  1000000u
+#define DEFAULT_WINDOW_NS      500000000ull
+#define DEFAULT_MAX_HELD       1000000u
+#define DEFAULT_MAX_HELD_BYTES (64ull << 20)
+
+#define CLASS_MIN   256u
+#define NCLASS	    9 /* 256 B .. 64 KiB */
+#define SPARE_BYTES (16ull << 20)
 
 struct held {
 	uint64_t ts;
@@ -20,6 +31,7 @@ struct held {
 	uint32_t file, cpu;
 	struct reel_record rec;
 	size_t cap; /* bytes allocated after this struct */
+	int cls;    /* size class, -1 if not recycled */
 	uint8_t data[];
 };
 
@@ -36,9 +48,10 @@ struct reel_merge {
 	int n;
 	struct held **heap;
 	size_t nheap, heap_cap;
-	struct held *out;    /* released, freed (or recycled) on the next call */
-	struct held **spare; /* recycled nodes, small ones only */
-	size_t nspare;
+	struct held *out; /* released, freed (or recycled) on the next call */
+	uint64_t held_bytes;
+	struct held *spare[NCLASS]; /* recycled nodes per size class, linked through rec.data */
+	uint64_t spare_bytes;
 	uint64_t last_ts;
 	bool released_any;
 	uint64_t out_of_order;
@@ -90,26 +103,50 @@ static void heap_down(struct held **h, size_t n, size_t i)
 	}
 }
 
-#define SPARE_MAX  4096
-#define SPARE_SIZE 512
-
 static void recycle(struct reel_merge *m, struct held *h)
 {
-	if (h && h->cap == SPARE_SIZE && m->nspare < SPARE_MAX)
-		m->spare[m->nspare++] = h;
-	else
+	if (!h)
+		return;
+	if (h->cls < 0 || m->spare_bytes + h->cap > SPARE_BYTES) {
 		free(h);
+		return;
+	}
+	h->rec.data = m->spare[h->cls];
+	m->spare[h->cls] = h;
+	m->spare_bytes += h->cap;
 }
 
+/* Size classes 256 B << k up to 64 KiB: a perf record is under 64 KiB, so
+ * nearly every node comes back from a free list. */
 static struct held *node(struct reel_merge *m, uint32_t len)
 {
 	struct held *h;
+	int cls = 0;
+	size_t cap = CLASS_MIN;
 
-	if (len <= SPARE_SIZE && m->nspare)
-		return m->spare[--m->nspare];
-	h = malloc(sizeof(*h) + (len <= SPARE_SIZE ? SPARE_SIZE : len));
-	if (h)
-		h->cap = len <= SPARE_SIZE ? SPARE_SIZE : len;
+	while (cap < len && cls < NCLASS - 1) {
+		cap <<= 1;
+		cls++;
+	}
+	if (cap < len) {
+		h = malloc(sizeof(*h) + len);
+		if (h) {
+			h->cap = len;
+			h->cls = -1;
+		}
+		return h;
+	}
+	h = m->spare[cls];
+	if (h) {
+		m->spare[cls] = (struct held *)h->rec.data;
+		m->spare_bytes -= h->cap;
+		return h;
+	}
+	h = malloc(sizeof(*h) + cap);
+	if (h) {
+		h->cap = cap;
+		h->cls = cls;
+	}
 	return h;
 }
 
@@ -137,9 +174,10 @@ struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 		m->o.window_ns = DEFAULT_WINDOW_NS;
 	if (!m->o.max_held)
 		m->o.max_held = DEFAULT_MAX_HELD;
+	if (!m->o.max_held_bytes)
+		m->o.max_held_bytes = DEFAULT_MAX_HELD_BYTES;
 	m->src = calloc((size_t)n, sizeof(*m->src));
-	m->spare = calloc(SPARE_MAX, sizeof(*m->spare));
-	if (!m->src || !m->spare)
+	if (!m->src)
 		goto nomem;
 	for (int i = 0; i < n; i++)
 		m->src[i].r = readers[i];
@@ -190,6 +228,7 @@ static int pull(struct reel_merge *m, int i)
 	if (rec.ts_ns > s->frontier)
 		s->frontier = rec.ts_ns;
 	m->heap[m->nheap++] = h;
+	m->held_bytes += h->cap;
 	heap_up(m->heap, m->nheap - 1);
 	return 1;
 }
@@ -214,12 +253,14 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 		}
 		if (m->nheap) {
 			struct held *top = m->heap[0];
-			bool forced = m->nheap >= m->o.max_held;
+			bool forced =
+				m->nheap >= m->o.max_held || m->held_bytes >= m->o.max_held_bytes;
 			bool ripe = pick < 0 || (lo >= top->ts && lo - top->ts >= m->o.window_ns);
 
 			if (ripe || forced) {
 				m->heap[0] = m->heap[--m->nheap];
 				heap_down(m->heap, m->nheap, 0);
+				m->held_bytes -= top->cap;
 				if (m->released_any && top->ts < m->last_ts)
 					m->out_of_order++;
 				if (!m->released_any || top->ts > m->last_ts)
@@ -255,10 +296,14 @@ void reel_merge__free(struct reel_merge *m)
 	free(m->out);
 	for (size_t i = 0; i < m->nheap; i++)
 		free(m->heap[i]);
-	for (size_t i = 0; i < m->nspare; i++)
-		free(m->spare[i]);
+	for (int c = 0; c < NCLASS; c++)
+		while (m->spare[c]) {
+			struct held *h = m->spare[c];
+
+			m->spare[c] = (struct held *)h->rec.data;
+			free(h);
+		}
 	free(m->heap);
-	free(m->spare);
 	free(m->src);
 	free(m);
 }
