@@ -325,9 +325,14 @@ bpftool -j prog show >"$W/e_pre.json"
 start_reelcap "$W/e.reel" || exit 1
 sleep 0.5
 bpftool -j prog show >"$W/e_before.json"
+e_pid=$(child "$TRACER_PID")
+e_t0=$(ticks "$e_pid")
 e_rps=$(wrk_rps /b1k "$round")
+e_t1=$(ticks "$e_pid")
 bpftool -j prog show >"$W/e_after.json"
 stop_tracer
+e_drain_us=$(awk -v a="$e_t0" -v b="$e_t1" -v hz="$HZ" -v r="$e_rps" -v s="$round" \
+	'BEGIN {if (r > 0) printf "%.1f", (b-a)/hz/(r*s)*1e6; else print "?"}')
 [ "$stats_now" != 1 ] && sysctl -q kernel.bpf_stats_enabled=0
 echo "diagnosis: BPF programs during one ${round}s wrk /b1k round (${e_rps} req/s):"
 python3 - "$W/e_before.json" "$W/e_after.json" "$e_rps" "$round" "$W/e_pre.json" <<'PY'
@@ -352,6 +357,7 @@ for ns, cnt, name in rows[:14]:
 if rps:
     print("   all programs: %.3f CPU s over %.0f s = %.0f ns per request" % (tot / 1e9, secs, tot / (rps * secs)))
 PY
+echo "   reelcap (drain, compression, write) during the round: $e_drain_us us CPU per request"
 
 # --------------------------------------------------------------------
 
