@@ -82,7 +82,8 @@ struct h2_dir {
 	bool block_end_stream;
 	bool block_push;
 	uint32_t block_sid; /* stream the header block is for */
-	bool desync;	    /* HPACK state lost to a hole */
+	bool desync;	    /* HPACK state lost to a hole (or never seen) */
+	bool framed;	    /* a frame header was seen */
 	uint32_t max_frame; /* largest frame this direction may send */
 	uint32_t max_sid;   /* highest stream id seen in this direction */
 	uint32_t hole_flag;
@@ -572,6 +573,13 @@ static size_t do_frame(struct h2_conn *c, int dir, const uint8_t *p, size_t n)
 	sid = rd32(p + 5) & 0x7fffffff;
 	if (sid > d->max_sid && sid < (1u << 31))
 		d->max_sid = sid;
+	if (!d->framed) {
+		/* A server starts with SETTINGS: anything else means the capture
+		 * began mid-connection, with an HPACK table we never saw filled. */
+		d->framed = true;
+		if (dir == REEL_L7_RESP && (type != F_SETTINGS || (flags & FL_ACK) || sid))
+			d->desync = true;
+	}
 	if (d->in_block && type != F_CONTINUATION) {
 		/* A header block cut short: its stream lost headers. */
 		mark_desync(find_stream(c, d->block_sid), d);
@@ -698,7 +706,9 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 	case H2_PREFACE_WAIT:
 		k = n < H2_PREFACE_LEN ? n : H2_PREFACE_LEN;
 		if (memcmp(p, H2_PREFACE, k)) {
-			d->state = H2_FRAME; /* capture began after the preface */
+			/* Capture began after the preface: the HPACK table is unknown. */
+			d->state = H2_FRAME;
+			d->desync = true;
 			return consume(st, dir, p, n);
 		}
 		if (k < H2_PREFACE_LEN)

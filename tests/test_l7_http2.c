@@ -457,6 +457,7 @@ static void test_padded_priority_goaway(void **state)
 	n += 4;
 	put_frame(&x.c, 1, 0x1 | 0x4 | 0x8 | 0x20, 1, pl, n);
 	put_headers(&x.c, x.dc, 3, true, get3, 4, 0);
+	put_frame(&x.s, 4, 0, 0, NULL, 0);
 	put_headers(&x.s, x.ds, 1, true, ok, 1, 0);
 	put_frame(&x.s, 7, 0, 0, goaway, sizeof(goaway));
 	{
@@ -471,6 +472,36 @@ static void test_padded_priority_goaway(void **state)
 	assert_string_equal(out.t[1].target, "/late");
 	assert_int_equal(out.t[1].flags, REEL_TXNF_NO_RESP);
 	assert_string_equal(out.t[1].detail, "host=p goaway=NO_ERROR");
+	exch_fini(&x);
+}
+
+static void test_mid_connection(void **state)
+{
+	/* Capture starts after stream 1: no preface, the table is unknown. */
+	struct exch x;
+	size_t mid, c3;
+	struct collect out;
+
+	(void)state;
+	exch_init(&x);
+	client_two(&x);
+	server_two(&x, &mid);
+	/* Stream 3's HEADERS: after preface, SETTINGS, WINDOW_UPDATE and stream 1. */
+	c3 = 24 + 9 + sizeof(settings_c) + 9 + sizeof(wu);
+	c3 += 9 + (size_t)(x.c.b[c3] << 16 | x.c.b[c3 + 1] << 8 | x.c.b[c3 + 2]);
+	{
+		const struct op ops[] = {REQB(x.c.b + c3, x.c.n - c3),
+					 RESPB(x.s.b + mid, x.s.n - mid)};
+
+		run_ops(h2(), ops, NOPS(ops), false, &out);
+	}
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.t[0].stream_id, 3);
+	assert_int_equal(out.t[0].flags & (REEL_TXNF_HOLE_REQ | REEL_TXNF_HOLE_RESP),
+			 REEL_TXNF_HOLE_REQ | REEL_TXNF_HOLE_RESP);
+	assert_non_null(strstr(out.t[0].detail, "hpack desync"));
+	/* 201 is not in the static table: a literal, so it survives. */
+	assert_int_equal(out.t[0].status, 201);
 	exch_fini(&x);
 }
 
@@ -514,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_hole_hpack_desync),
 		cmocka_unit_test(test_h2c_upgrade),
 		cmocka_unit_test(test_padded_priority_goaway),
+		cmocka_unit_test(test_mid_connection),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
 	};
