@@ -27,6 +27,7 @@ void reasm_free(struct reasm *r)
 		s = n;
 	}
 	r->held = NULL;
+	r->tail = NULL;
 	r->held_bytes = 0;
 	r->nheld = 0;
 }
@@ -84,16 +85,26 @@ static void deliver(struct reasm *r, const struct reasm_chunk *c, int dir,
 		r->last_ts = c->ts;
 }
 
+/* Takes the first held segment off the list. */
+static struct reasm_seg *pop_head(struct reasm *r)
+{
+	struct reasm_seg *s = r->held;
+
+	r->held = s->next;
+	if (!r->held)
+		r->tail = NULL;
+	r->nheld--;
+	r->held_bytes -= s->c.cap;
+	return s;
+}
+
 /* Delivers held chunks that now start at or before r->next. */
 static void drain(struct reasm *r, int dir, const struct reasm_ops *ops, void *ctx)
 {
 	while (r->held && r->held->c.pos <= r->next) {
-		struct reasm_seg *s = r->held;
+		struct reasm_seg *s = pop_head(r);
 		struct reasm_chunk c = s->c;
 
-		r->held = s->next;
-		r->nheld--;
-		r->held_bytes -= s->c.cap;
 		if (c.pos + c.len > r->next) {
 			r->dup_bytes += r->next - c.pos;
 			trim_front(&c, r->next - c.pos);
@@ -126,10 +137,15 @@ static int hold(struct reasm *r, const struct reasm_chunk *c)
 	s->c = *c;
 	memcpy(s->bytes, c->data, c->cap);
 	s->c.data = s->bytes;
+	/* Behind a gap, later chunks arrive in order: append in O(1). */
+	if (r->tail && r->tail->c.pos <= c->pos)
+		pp = &r->tail->next;
 	while (*pp && (*pp)->c.pos <= c->pos)
 		pp = &(*pp)->next;
 	s->next = *pp;
 	*pp = s;
+	if (!s->next)
+		r->tail = s;
 	r->nheld++;
 	r->held_bytes += c->cap;
 	return 0;
@@ -186,12 +202,6 @@ void reasm_skip(struct reasm *r, uint64_t to_pos)
 	if (to_pos <= r->next)
 		return;
 	r->next = to_pos;
-	while (r->held && r->held->c.pos + r->held->c.len <= r->next) {
-		struct reasm_seg *s = r->held;
-
-		r->held = s->next;
-		r->nheld--;
-		r->held_bytes -= s->c.cap;
-		free(s);
-	}
+	while (r->held && r->held->c.pos + r->held->c.len <= r->next)
+		free(pop_head(r));
 }

@@ -49,6 +49,7 @@ struct reasm {
 	uint64_t next; /* stream position expected next */
 	uint64_t last_ts;
 	struct reasm_seg *held; /* sorted by pos, non-overlapping starts */
+	struct reasm_seg *tail; /* last held: behind a gap chunks come in order */
 	uint64_t held_bytes;
 	uint32_t nheld;
 	uint64_t dup_bytes;  /* bytes dropped as already delivered */
