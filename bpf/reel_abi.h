@@ -126,9 +126,9 @@ enum reel_syscall {
 
 /* DATA flags */
 #define REEL_DATAF_TRUNCATED   0x1 /* cap_len < len: snaplen or read fault; position still advances */
-#define REEL_DATAF_LENGTH_ONLY 0x2 /* sendfile/splice: bytes moved but not seen */
-#define REEL_DATAF_TLS	       0x4 /* plaintext of a TLS session (uprobe) */
-#define REEL_DATAF_HAS_PEER    0x8 /* `peer` holds the datagram's remote address (UDP) */
+#define REEL_DATAF_LENGTH_ONLY 0x2  /* sendfile/splice: bytes moved but not seen */
+#define REEL_DATAF_TLS	       0x4  /* plaintext of a TLS session (uprobe) */
+#define REEL_DATAF_HAS_PEER    0x8  /* `peer` holds the datagram's remote address (UDP) */
 #define REEL_DATAF_HAS_SEQ     0x10 /* tcp_seq is valid */
 #define REEL_DATAF_FAULT       0x20 /* reading user memory failed; cap_len bytes are missing */
 
@@ -194,7 +194,7 @@ struct reel_ev_conn_close {
 	reel_u8 reserved[7];
 };
 
-#define REEL_COMM_LEN 16
+#define REEL_COMM_LEN	  16
 #define REEL_FILENAME_LEN 256
 
 /* PROC_EXEC: sched_process_exec. */

@@ -36,8 +36,9 @@ enum reel_proto {
 	REEL_PROTO_MAX,
 };
 
-const char *reel_proto_name(enum reel_proto p);		  /* "http1", "http2", "dns", ... */
-enum reel_proto reel_proto_parse(const char *name);	  /* UNKNOWN if no match; accepts "http", "grpc" */
+const char *reel_proto_name(enum reel_proto p); /* "http1", "http2", "dns", ... */
+enum reel_proto
+reel_proto_parse(const char *name); /* UNKNOWN if no match; accepts "http", "grpc" */
 
 /* Direction of bytes relative to the connection's client/server roles. */
 enum reel_l7_dir {
@@ -48,10 +49,10 @@ enum reel_l7_dir {
 #define REEL_TXN_TEXT_MAX 256
 
 /* Transaction flags */
-#define REEL_TXNF_HOLE_REQ  0x1 /* a hole touched the request */
-#define REEL_TXNF_HOLE_RESP 0x2 /* a hole touched the response */
-#define REEL_TXNF_NO_RESP   0x4 /* connection ended (or parser resynced) before a response */
-#define REEL_TXNF_NO_REQ    0x8 /* response seen without its request (capture began mid-way) */
+#define REEL_TXNF_HOLE_REQ  0x1	 /* a hole touched the request */
+#define REEL_TXNF_HOLE_RESP 0x2	 /* a hole touched the response */
+#define REEL_TXNF_NO_RESP   0x4	 /* connection ended (or parser resynced) before a response */
+#define REEL_TXNF_NO_REQ    0x8	 /* response seen without its request (capture began mid-way) */
 #define REEL_TXNF_ERROR	    0x10 /* protocol-level error (HTTP >= 500 not included: see status) */
 #define REEL_TXNF_GRPC	    0x20
 #define REEL_TXNF_PARTIAL   0x40 /* message cut by end of capture */
@@ -63,19 +64,19 @@ enum reel_l7_dir {
  */
 struct reel_txn {
 	enum reel_proto proto;
-	uint32_t flags;		/* REEL_TXNF_* */
-	uint64_t req_ts;	/* monotonic ns of the request's first byte (0 if none) */
-	uint64_t req_end_ts;	/* ... and of its last byte */
-	uint64_t resp_ts;	/* monotonic ns of the response's first byte (0 if none) */
+	uint32_t flags;	     /* REEL_TXNF_* */
+	uint64_t req_ts;     /* monotonic ns of the request's first byte (0 if none) */
+	uint64_t req_end_ts; /* ... and of its last byte */
+	uint64_t resp_ts;    /* monotonic ns of the response's first byte (0 if none) */
 	uint64_t resp_end_ts;
-	uint64_t req_bytes;	/* wire bytes of the request (headers + body) */
+	uint64_t req_bytes; /* wire bytes of the request (headers + body) */
 	uint64_t resp_bytes;
-	uint64_t req_stream_pos;  /* stream position of the request's first byte */
+	uint64_t req_stream_pos; /* stream position of the request's first byte */
 	uint64_t resp_stream_pos;
-	uint32_t stream_id;	/* HTTP/2 stream id, DNS id, else 0 */
-	int32_t status;		/* HTTP status, DNS rcode, gRPC status (see grpc_status), -1 if none */
-	int32_t grpc_status;	/* -1 if none */
-	char method[32];	/* HTTP method, Redis command, PG message kind, DNS qtype ("A") */
+	uint32_t stream_id;  /* HTTP/2 stream id, DNS id, else 0 */
+	int32_t status;	     /* HTTP status, DNS rcode, gRPC status (see grpc_status), -1 if none */
+	int32_t grpc_status; /* -1 if none */
+	char method[32];     /* HTTP method, Redis command, PG message kind, DNS qtype ("A") */
 	char target[REEL_TXN_TEXT_MAX]; /* URI, DNS qname, SQL text, redis key... */
 	char detail[REEL_TXN_TEXT_MAX]; /* error text, content-type, host, answers... */
 };
@@ -95,16 +96,15 @@ struct reel_l7_parser {
 	 * the server port (host order, 0 if unknown): a hint only. `l4` is the
 	 * reel_l4 value (UDP or TCP or Unix stream).
 	 */
-	int (*detect)(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port,
-		      int l4);
+	int (*detect)(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port, int l4);
 	/* New per-connection state, or NULL on ENOMEM. `datagram` is true for UDP:
 	 * each data() call is then exactly one datagram. */
 	void *(*new_state)(bool datagram);
 	void (*free_state)(void *st);
 	/* In-order bytes of one direction; `ts` is the monotonic time of the chunk
 	 * they came in, `pos` the stream position of data[0]. */
-	void (*data)(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos,
-		     const uint8_t *data, size_t len, const struct reel_l7_emit *emit);
+	void (*data)(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
+		     size_t len, const struct reel_l7_emit *emit);
 	/* `len` bytes of direction `dir` are missing at stream position `pos`. */
 	void (*hole)(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		     const struct reel_l7_emit *emit);
@@ -116,8 +116,8 @@ struct reel_l7_parser {
 extern const struct reel_l7_parser *const reel_l7_parsers[];
 
 /* Picks the best parser for the first bytes; NULL if none reaches 50. */
-const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len,
-					    enum reel_l7_dir dir, uint16_t port, int l4);
+const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir,
+					    uint16_t port, int l4);
 
 const struct reel_l7_parser *reel_l7_by_proto(enum reel_proto p);
 

@@ -49,7 +49,7 @@ static void *reader(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);
 	int lfd, cfd, sfd, one = 1;
 	pthread_t th;
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 			sent++;
 		}
 		if (sent < total) {
-			struct timespec ts = { 0, 50000 }; /* 50 us slices */
+			struct timespec ts = {0, 50000}; /* 50 us slices */
 			nanosleep(&ts, NULL);
 		}
 	}
