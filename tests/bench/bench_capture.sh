@@ -213,6 +213,7 @@ pair() {
 		grep -q "capturing to" "$W/b_reel.log" && break
 		sleep 0.05
 	done
+	sleep 2 # as for perf below
 	local rp t0 t1 pp
 	rp=$(child "$TRACER_PID")
 	t0=$(ticks "$rp")
@@ -246,6 +247,9 @@ pair() {
 	exec 7>"$W/perf.ctl" 8<"$W/perf.ack"
 	echo enable >&7
 	read -r -t 30 _ <&8 || echo "bench_capture: perf did not acknowledge 'enable'" >&2
+	# perf acknowledges before every event is enabled on a busy host (the
+	# first second of a load can be missing): let it settle
+	sleep 2
 	pp=$(child "$TRACER_PID")
 	t0=$(ticks "$pp")
 	perf_load=$("$@")
@@ -369,8 +373,11 @@ echo
 echo "bench_capture results (reference measured in the same run)"
 printf '%-52s %12s %10s %6s\n' "figure" "value" "target" ""
 for body in b1k b64k; do
+	st=$(pass "${TP_RATIO[$body]}" ">=" 0.95)
+	# a capture that loses events is cheaper than one that keeps them
+	[ $((TP_LOST[$body] + TP_DROP[$body])) -gt 0 ] && st="$st, but lossy"
 	printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, ${body#b} bodies" "${TP_RATIO[$body]}" ">= 0.95" \
-		"$(pass "${TP_RATIO[$body]}" ">=" 0.95)"
+		"$st"
 	printf '%-52s %12s %10s %6s\n' "   (median ratio; events LOST + DROPped while on)" \
 		"${TP_MED[$body]}" "$((TP_LOST[$body] + TP_DROP[$body]))" ""
 done
