@@ -1,38 +1,64 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Timestamp merge across readers. Each reader's records are roughly in time
- * order (per CPU exactly, interleaved within one drain cycle); a min-heap
- * holds records until every live reader has read past ts + window_ns, then
- * releases them by (ts, file_idx, cpu, order of appearance in the file).
+ * order (per CPU exactly, interleaved within one drain cycle); records are
+ * held until every live reader has read past ts + window_ns, then released
+ * by (ts, file_idx, cpu, order of appearance in the file).
  *
  * reelcap drains every ring at least every 100 ms, so a record with time T is
  * in the file before any record stamped later than T plus one drain cycle: a
- * window of a few cycles is enough. Memory is bounded by bytes held (not by
- * time, which would grow with the event rate); nodes are recycled by size
- * class so a long replay does not fragment the heap.
+ * window of a few cycles is enough.
+ *
+ * No record is copied. A held record points into its decompressed block,
+ * which stays alive (reference counted) while any of its records is held or
+ * was just handed out; the reader decodes the next block into another buffer
+ * (recycled). Held records sit in sorted runs, one per (file, cpu) as a rule
+ * (a per-CPU stream is already in time order, so a record is appended in
+ * O(1)); a record that would land far back in its run starts a new run. A
+ * small heap of runs, keyed by each run's first record, gives the next
+ * record in O(log runs). Memory is bounded by the bytes of the blocks held
+ * alive (not by time, which would grow with the event rate).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "format_internal.h"
+#include "reel_reader_internal.h"
 
 #define DEFAULT_WINDOW_NS      500000000ull
 #define DEFAULT_MAX_HELD       1000000u
 #define DEFAULT_MAX_HELD_BYTES (64ull << 20)
 
-#define CLASS_MIN   256u
-#define NCLASS	    9 /* 256 B .. 64 KiB */
-#define SPARE_BYTES (16ull << 20)
+#define SPARE_BYTES  (16ull << 20) /* decoded-block buffers kept for reuse */
+#define INSERT_BACK  32		   /* farthest back a record is inserted into a run */
+#define RUN_MIN_CAP  64u
+#define RMAP_MIN_CAP 64u
 
-struct held {
-	uint64_t ts;
-	uint64_t seq; /* order of appearance within its file */
-	uint32_t file, cpu;
+/* A decompressed block: the reader's current buffer, or one taken from it
+ * while records in it are still held. */
+struct mblk {
+	uint8_t *buf;
+	size_t cap, len;
+	uint32_t refs;
+	bool detached;	   /* the merge owns buf (the reader decodes into another) */
+	struct mblk *next; /* free list */
+};
+
+struct ment {
 	struct reel_record rec;
-	size_t cap; /* bytes allocated after this struct */
-	int cls;    /* size class, -1 if not recycled */
-	uint8_t data[];
+	uint64_t seq; /* order of appearance within its file */
+	struct mblk *blk;
+};
+
+/* A sorted run of held records of one (file, cpu): a ring of entries. */
+struct run {
+	struct ment *e;
+	uint32_t cap, head, n; /* cap a power of two */
+	uint32_t file, cpu;
+	int hidx;     /* position in the heap, -1 when empty */
+	bool current; /* the run new records of (file, cpu) go to */
+	struct run *next_free;
 };
 
 struct msrc {
@@ -40,115 +66,387 @@ struct msrc {
 	uint64_t frontier; /* newest timestamp read from it */
 	uint64_t seq;
 	bool done;
+	struct mblk *cur; /* wraps r->buf */
+};
+
+struct rmap_ent {
+	uint64_t key; /* file << 32 | cpu, UINT64_MAX = empty */
+	struct run *run;
 };
 
 struct reel_merge {
 	struct reel_merge_opts o;
 	struct msrc *src;
 	int n;
-	struct held **heap;
+	struct run **heap; /* min-heap of non-empty runs by their first record */
 	size_t nheap, heap_cap;
-	struct held *out; /* released, freed (or recycled) on the next call */
-	uint64_t held_bytes;
-	struct held *spare[NCLASS]; /* recycled nodes per size class, linked through rec.data */
+	struct rmap_ent *rmap; /* (file, cpu) -> current run */
+	size_t rmap_cap, rmap_n;
+	struct run *last_run; /* lookup cache */
+	uint64_t last_key;
+	struct run *free_runs;
+	struct mblk *free_blks; /* wrappers without a buffer */
+	struct mblk *spare;	/* wrappers with a buffer to hand a reader */
 	uint64_t spare_bytes;
+	struct mblk *out; /* block of the record handed out last */
+	uint64_t nheld;
+	uint64_t held_bytes; /* bytes of blocks kept alive by held records */
 	uint64_t last_ts;
 	bool released_any;
 	uint64_t out_of_order;
 	char errmsg[600];
 };
 
-static bool less(const struct held *a, const struct held *b)
+static inline bool ent_less(const struct ment *a, const struct ment *b)
 {
-	if (a->ts != b->ts)
-		return a->ts < b->ts;
-	if (a->file != b->file)
-		return a->file < b->file;
-	if (a->cpu != b->cpu)
-		return a->cpu < b->cpu;
+	if (a->rec.ts_ns != b->rec.ts_ns)
+		return a->rec.ts_ns < b->rec.ts_ns;
+	if (a->rec.file_idx != b->rec.file_idx)
+		return a->rec.file_idx < b->rec.file_idx;
+	if (a->rec.cpu != b->rec.cpu)
+		return a->rec.cpu < b->rec.cpu;
 	return a->seq < b->seq;
 }
 
-static void heap_up(struct held **h, size_t i)
+static inline struct ment *run_at(const struct run *r, uint32_t i)
 {
+	return &r->e[(r->head + i) & (r->cap - 1)];
+}
+
+static inline bool run_less(const struct run *a, const struct run *b)
+{
+	return ent_less(run_at(a, 0), run_at(b, 0));
+}
+
+static void heap_set(struct reel_merge *m, size_t i, struct run *r)
+{
+	m->heap[i] = r;
+	r->hidx = (int)i;
+}
+
+static void heap_up(struct reel_merge *m, size_t i)
+{
+	struct run *r = m->heap[i];
+
 	while (i) {
 		size_t p = (i - 1) / 2;
-		struct held *t;
 
-		if (!less(h[i], h[p]))
+		if (!run_less(r, m->heap[p]))
 			break;
-		t = h[i];
-		h[i] = h[p];
-		h[p] = t;
+		heap_set(m, i, m->heap[p]);
 		i = p;
 	}
+	heap_set(m, i, r);
 }
 
-static void heap_down(struct held **h, size_t n, size_t i)
+static void heap_down(struct reel_merge *m, size_t i)
 {
+	struct run *r = m->heap[i];
+	size_t n = m->nheap;
+
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		struct held *t;
+		size_t l = 2 * i + 1, c = l;
 
-		if (l < n && less(h[l], h[m]))
-			m = l;
-		if (r < n && less(h[r], h[m]))
-			m = r;
-		if (m == i)
+		if (l >= n)
 			break;
-		t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
+		if (l + 1 < n && run_less(m->heap[l + 1], m->heap[l]))
+			c = l + 1;
+		if (!run_less(m->heap[c], r))
+			break;
+		heap_set(m, i, m->heap[c]);
+		i = c;
 	}
+	heap_set(m, i, r);
 }
 
-static void recycle(struct reel_merge *m, struct held *h)
+static int heap_push(struct reel_merge *m, struct run *r)
 {
-	if (!h)
-		return;
-	if (h->cls < 0 || m->spare_bytes + h->cap > SPARE_BYTES) {
-		free(h);
-		return;
+	if (m->nheap == m->heap_cap) {
+		size_t cap = m->heap_cap ? m->heap_cap * 2 : 64;
+		struct run **nh = realloc(m->heap, cap * sizeof(*nh));
+
+		if (!nh)
+			return -ENOMEM;
+		m->heap = nh;
+		m->heap_cap = cap;
 	}
-	h->rec.data = m->spare[h->cls];
-	m->spare[h->cls] = h;
-	m->spare_bytes += h->cap;
+	heap_set(m, m->nheap++, r);
+	heap_up(m, m->nheap - 1);
+	return 0;
 }
 
-/* Size classes 256 B << k up to 64 KiB: a perf record is under 64 KiB, so
- * nearly every node comes back from a free list. */
-static struct held *node(struct reel_merge *m, uint32_t len)
+static void heap_remove(struct reel_merge *m, struct run *r)
 {
-	struct held *h;
-	int cls = 0;
-	size_t cap = CLASS_MIN;
+	size_t i = (size_t)r->hidx;
+	struct run *x;
 
-	while (cap < len && cls < NCLASS - 1) {
-		cap <<= 1;
-		cls++;
+	r->hidx = -1;
+	if (i == --m->nheap)
+		return;
+	x = m->heap[m->nheap];
+	heap_set(m, i, x);
+	if (i && run_less(x, m->heap[(i - 1) / 2]))
+		heap_up(m, i);
+	else
+		heap_down(m, i);
+}
+
+/* ------------------------------------------------------------------ */
+/* blocks                                                              */
+
+static struct mblk *blk_new(struct reel_merge *m)
+{
+	struct mblk *b = m->free_blks;
+
+	if (b) {
+		m->free_blks = b->next;
+		memset(b, 0, sizeof(*b));
+		return b;
 	}
-	if (cap < len) {
-		h = malloc(sizeof(*h) + len);
-		if (h) {
-			h->cap = len;
-			h->cls = -1;
+	return calloc(1, sizeof(*b));
+}
+
+static void blk_ref(struct reel_merge *m, struct mblk *b)
+{
+	if (!b->refs++)
+		m->held_bytes += b->len;
+}
+
+static void blk_unref(struct reel_merge *m, struct mblk *b)
+{
+	if (!b || --b->refs)
+		return;
+	m->held_bytes -= b->len;
+	if (!b->detached)
+		return; /* still the reader's current buffer */
+	if (m->spare_bytes + b->cap <= SPARE_BYTES) {
+		m->spare_bytes += b->cap;
+		b->next = m->spare;
+		m->spare = b;
+		return;
+	}
+	free(b->buf);
+	b->buf = NULL;
+	b->next = m->free_blks;
+	m->free_blks = b;
+}
+
+/* Source `s` is about to decode its next block: if records of the current
+ * one are held, keep that buffer and give the reader another. */
+static int blk_detach(struct reel_merge *m, struct msrc *s)
+{
+	struct reel_reader *r = s->r;
+	struct mblk *b = s->cur, *nb;
+
+	if (!b || !b->refs)
+		return 0;
+	nb = m->spare;
+	if (nb) {
+		m->spare = nb->next;
+		m->spare_bytes -= nb->cap;
+	} else {
+		nb = blk_new(m);
+		if (!nb)
+			return -ENOMEM;
+		/* the size the reader grew to: no realloc chain per block */
+		nb->cap = b->cap;
+		nb->buf = nb->cap ? malloc(nb->cap) : NULL;
+		if (nb->cap && !nb->buf) {
+			nb->next = m->free_blks;
+			m->free_blks = nb;
+			return -ENOMEM;
 		}
-		return h;
 	}
-	h = m->spare[cls];
-	if (h) {
-		m->spare[cls] = (struct held *)h->rec.data;
-		m->spare_bytes -= h->cap;
-		return h;
-	}
-	h = malloc(sizeof(*h) + cap);
-	if (h) {
-		h->cap = cap;
-		h->cls = cls;
-	}
-	return h;
+	b->detached = true;
+	nb->refs = 0;
+	nb->len = 0;
+	nb->detached = false;
+	nb->next = NULL;
+	r->buf = nb->buf;
+	r->bufcap = nb->cap;
+	r->roff = r->blen = 0;
+	s->cur = nb;
+	return 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* runs                                                                */
+
+static struct run *run_new(struct reel_merge *m, uint32_t file, uint32_t cpu)
+{
+	struct run *r = m->free_runs;
+
+	if (r) {
+		m->free_runs = r->next_free;
+	} else {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return NULL;
+		r->e = malloc(RUN_MIN_CAP * sizeof(*r->e));
+		if (!r->e) {
+			free(r);
+			return NULL;
+		}
+		r->cap = RUN_MIN_CAP;
+	}
+	r->head = r->n = 0;
+	r->file = file;
+	r->cpu = cpu;
+	r->hidx = -1;
+	r->current = true;
+	r->next_free = NULL;
+	return r;
+}
+
+static void run_release(struct reel_merge *m, struct run *r)
+{
+	r->next_free = m->free_runs;
+	m->free_runs = r;
+}
+
+static int run_grow(struct run *r)
+{
+	uint32_t cap = r->cap * 2;
+	struct ment *ne = malloc((size_t)cap * sizeof(*ne));
+
+	if (!ne)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->n; i++)
+		ne[i] = *run_at(r, i);
+	free(r->e);
+	r->e = ne;
+	r->cap = cap;
+	r->head = 0;
+	return 0;
+}
+
+static uint64_t rmap_hash(uint64_t key)
+{
+	return (key * 0x9E3779B97F4A7C15ull) >> 20;
+}
+
+static int rmap_put(struct reel_merge *m, uint64_t key, struct run *run);
+
+static int rmap_grow(struct reel_merge *m)
+{
+	struct rmap_ent *old = m->rmap;
+	size_t ocap = m->rmap_cap, cap = ocap ? ocap * 2 : RMAP_MIN_CAP;
+
+	m->rmap = malloc(cap * sizeof(*m->rmap));
+	if (!m->rmap) {
+		m->rmap = old;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cap; i++)
+		m->rmap[i].key = UINT64_MAX;
+	m->rmap_cap = cap;
+	m->rmap_n = 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].key != UINT64_MAX)
+			rmap_put(m, old[i].key, old[i].run);
+	free(old);
+	return 0;
+}
+
+static int rmap_put(struct reel_merge *m, uint64_t key, struct run *run)
+{
+	size_t i;
+
+	if ((m->rmap_n + 1) * 2 > m->rmap_cap && rmap_grow(m))
+		return -ENOMEM;
+	for (i = rmap_hash(key) & (m->rmap_cap - 1); m->rmap[i].key != UINT64_MAX;
+	     i = (i + 1) & (m->rmap_cap - 1))
+		if (m->rmap[i].key == key) {
+			m->rmap[i].run = run;
+			return 0;
+		}
+	m->rmap[i].key = key;
+	m->rmap[i].run = run;
+	m->rmap_n++;
+	return 0;
+}
+
+static struct run *rmap_get(const struct reel_merge *m, uint64_t key)
+{
+	if (!m->rmap_cap)
+		return NULL;
+	for (size_t i = rmap_hash(key) & (m->rmap_cap - 1); m->rmap[i].key != UINT64_MAX;
+	     i = (i + 1) & (m->rmap_cap - 1))
+		if (m->rmap[i].key == key)
+			return m->rmap[i].run;
+	return NULL;
+}
+
+/* The run records of (file, cpu) go to, a fresh one if `fresh`. */
+static struct run *run_for(struct reel_merge *m, uint32_t file, uint32_t cpu, bool fresh)
+{
+	uint64_t key = (uint64_t)file << 32 | cpu;
+	struct run *r = NULL, *old;
+
+	if (!fresh) {
+		if (m->last_run && m->last_key == key)
+			return m->last_run;
+		r = rmap_get(m, key);
+		if (r)
+			goto found;
+	}
+	old = fresh ? rmap_get(m, key) : NULL;
+	r = run_new(m, file, cpu);
+	if (!r)
+		return NULL;
+	if (rmap_put(m, key, r)) {
+		run_release(m, r);
+		return NULL;
+	}
+	if (old) {
+		old->current = false;
+		if (!old->n)
+			run_release(m, old);
+	}
+found:
+	m->last_run = r;
+	m->last_key = key;
+	return r;
+}
+
+/* Adds a record to its (file, cpu) run, in (ts, seq) order. */
+static int hold(struct reel_merge *m, const struct ment *e)
+{
+	struct run *r = run_for(m, e->rec.file_idx, e->rec.cpu, false);
+	uint32_t pos;
+
+	if (!r)
+		return -ENOMEM;
+	pos = r->n;
+	while (pos && run_at(r, pos - 1)->rec.ts_ns > e->rec.ts_ns && r->n - pos < INSERT_BACK)
+		pos--;
+	if (pos && run_at(r, pos - 1)->rec.ts_ns > e->rec.ts_ns) {
+		/* far back: a run of its own (the runs merge by the heap) */
+		r = run_for(m, e->rec.file_idx, e->rec.cpu, true);
+		if (!r)
+			return -ENOMEM;
+		pos = 0;
+	}
+	if (r->n == r->cap && run_grow(r))
+		return -ENOMEM;
+	for (uint32_t i = r->n; i > pos; i--)
+		*run_at(r, i) = *run_at(r, i - 1);
+	*run_at(r, pos) = *e;
+	r->n++;
+	if (r->hidx < 0) {
+		if (heap_push(m, r)) {
+			r->n--;
+			return -ENOMEM;
+		}
+	} else if (pos == 0) {
+		heap_up(m, (size_t)r->hidx);
+	}
+	m->nheld++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* API                                                                 */
 
 struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 				   const struct reel_merge_opts *opts)
@@ -192,44 +490,45 @@ nomem:
 static int pull(struct reel_merge *m, int i)
 {
 	struct msrc *s = &m->src[i];
+	struct reel_reader *r = s->r;
 	struct reel_record rec;
-	struct held *h;
-	int rc = reel_reader__next(s->r, &rec);
+	struct ment e;
+	int rc;
 
+	if (!s->cur) {
+		s->cur = blk_new(m);
+		if (!s->cur)
+			return -ENOMEM;
+	}
+	rc = reel_reader__next_in_block(r, &rec);
+	if (!rc) {
+		rc = blk_detach(m, s);
+		if (rc)
+			return rc;
+		rc = reel_reader__next(r, &rec);
+		/* the reader may have grown its buffer */
+		s->cur->buf = r->buf;
+		s->cur->cap = r->bufcap;
+		s->cur->len = r->blen;
+	}
 	if (rc < 0) {
-		snprintf(m->errmsg, sizeof(m->errmsg), "file %d: %s", i, reel_reader__errmsg(s->r));
+		snprintf(m->errmsg, sizeof(m->errmsg), "file %d: %s", i, reel_reader__errmsg(r));
 		return rc;
 	}
 	if (rc == 0) {
 		s->done = true;
 		return 0;
 	}
-	if (m->nheap == m->heap_cap) {
-		size_t cap = m->heap_cap ? m->heap_cap * 2 : 1024;
-		struct held **nh = realloc(m->heap, cap * sizeof(*nh));
-
-		if (!nh)
-			return -ENOMEM;
-		m->heap = nh;
-		m->heap_cap = cap;
-	}
-	h = node(m, rec.len);
-	if (!h)
-		return -ENOMEM;
-	h->ts = rec.ts_ns;
-	h->seq = s->seq++;
-	h->file = (uint32_t)i;
-	h->cpu = rec.cpu;
-	h->rec = rec;
-	h->rec.file_idx = (uint32_t)i;
-	if (rec.len)
-		memcpy(h->data, rec.data, rec.len);
-	h->rec.data = h->data;
+	e.rec = rec;
+	e.rec.file_idx = (uint32_t)i;
+	e.seq = s->seq++;
+	e.blk = s->cur;
+	rc = hold(m, &e);
+	if (rc)
+		return rc;
+	blk_ref(m, s->cur);
 	if (rec.ts_ns > s->frontier)
 		s->frontier = rec.ts_ns;
-	m->heap[m->nheap++] = h;
-	m->held_bytes += h->cap;
-	heap_up(m->heap, m->nheap - 1);
 	return 1;
 }
 
@@ -237,7 +536,7 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 {
 	if (!m || !rec)
 		return -EINVAL;
-	recycle(m, m->out);
+	blk_unref(m, m->out);
 	m->out = NULL;
 	for (;;) {
 		uint64_t lo = UINT64_MAX;
@@ -252,22 +551,31 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 			}
 		}
 		if (m->nheap) {
-			struct held *top = m->heap[0];
+			struct run *r = m->heap[0];
+			struct ment *top = run_at(r, 0);
+			uint64_t ts = top->rec.ts_ns;
 			bool forced =
-				m->nheap >= m->o.max_held || m->held_bytes >= m->o.max_held_bytes;
-			bool ripe = pick < 0 || (lo >= top->ts && lo - top->ts >= m->o.window_ns);
+				m->nheld >= m->o.max_held || m->held_bytes >= m->o.max_held_bytes;
+			bool ripe = pick < 0 || (lo >= ts && lo - ts >= m->o.window_ns);
 
 			if (ripe || forced) {
-				m->heap[0] = m->heap[--m->nheap];
-				heap_down(m->heap, m->nheap, 0);
-				m->held_bytes -= top->cap;
-				if (m->released_any && top->ts < m->last_ts)
-					m->out_of_order++;
-				if (!m->released_any || top->ts > m->last_ts)
-					m->last_ts = top->ts;
-				m->released_any = true;
-				m->out = top;
 				*rec = top->rec;
+				m->out = top->blk;
+				r->head = (r->head + 1) & (r->cap - 1);
+				r->n--;
+				m->nheld--;
+				if (r->n) {
+					heap_down(m, 0);
+				} else {
+					heap_remove(m, r);
+					if (!r->current)
+						run_release(m, r);
+				}
+				if (m->released_any && ts < m->last_ts)
+					m->out_of_order++;
+				if (!m->released_any || ts > m->last_ts)
+					m->last_ts = ts;
+				m->released_any = true;
 				return 1;
 			}
 		}
@@ -289,20 +597,77 @@ const char *reel_merge__errmsg(const struct reel_merge *m)
 	return m ? m->errmsg : "";
 }
 
+static void free_blk_list(struct mblk *b)
+{
+	while (b) {
+		struct mblk *n = b->next;
+
+		free(b->buf);
+		free(b);
+		b = n;
+	}
+}
+
+static void drop_ref(struct reel_merge *m, struct mblk *b)
+{
+	if (b && !--b->refs && b->detached) {
+		b->next = m->free_blks;
+		m->free_blks = b;
+	}
+}
+
 void reel_merge__free(struct reel_merge *m)
 {
+	struct run *runs = NULL;
+
 	if (!m)
 		return;
-	free(m->out);
-	for (size_t i = 0; i < m->nheap; i++)
-		free(m->heap[i]);
-	for (int c = 0; c < NCLASS; c++)
-		while (m->spare[c]) {
-			struct held *h = m->spare[c];
+	/* Detached blocks go with their last reference; runs are those in the
+	 * heap that are no longer current, the current ones (in the map) and
+	 * the free list, each in exactly one of these. */
+	for (size_t i = 0; i < m->nheap; i++) {
+		struct run *r = m->heap[i];
 
-			m->spare[c] = (struct held *)h->rec.data;
-			free(h);
+		for (uint32_t k = 0; k < r->n; k++)
+			drop_ref(m, run_at(r, k)->blk);
+		if (!r->current) {
+			r->next_free = runs;
+			runs = r;
 		}
+	}
+	drop_ref(m, m->out);
+	for (size_t i = 0; i < m->rmap_cap; i++)
+		if (m->rmap[i].key != UINT64_MAX) {
+			m->rmap[i].run->next_free = runs;
+			runs = m->rmap[i].run;
+		}
+	while (m->free_runs) {
+		struct run *r = m->free_runs;
+
+		m->free_runs = r->next_free;
+		r->next_free = runs;
+		runs = r;
+	}
+	while (runs) {
+		struct run *r = runs;
+
+		runs = r->next_free;
+		free(r->e);
+		free(r);
+	}
+	/* wrappers of the readers' current buffers (the readers free those) */
+	for (int i = 0; m->src && i < m->n; i++) {
+		struct mblk *b = m->src[i].cur;
+
+		if (b) {
+			b->buf = NULL;
+			b->next = m->free_blks;
+			m->free_blks = b;
+		}
+	}
+	free_blk_list(m->free_blks);
+	free_blk_list(m->spare);
+	free(m->rmap);
 	free(m->heap);
 	free(m->src);
 	free(m);

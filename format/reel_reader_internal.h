@@ -63,4 +63,10 @@ struct reel_reader {
 	size_t nblk, ncpus;
 };
 
+/* The next record of the block the reader holds, without loading another:
+ * 1 and *rec filled, or 0 when that block is used up (then r->buf may be
+ * swapped for another buffer before reel_reader__next loads the next block
+ * into it: reel_merge keeps blocks alive that way instead of copying). */
+int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec);
+
 #endif /* REEL_READER_INTERNAL_H */

@@ -12,11 +12,12 @@
 
 #define OUT_BUF (1u << 20)
 
-FILE *reel_open_output(const char *path)
+FILE *reel_open_output(const char *path, void **bufp)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	FILE *f;
 
+	*bufp = NULL;
 	if (fd < 0)
 		return NULL;
 	f = fdopen(fd, "wb");
@@ -27,7 +28,11 @@ FILE *reel_open_output(const char *path)
 		errno = e;
 		return NULL;
 	}
-	setvbuf(f, NULL, _IOFBF, OUT_BUF);
+	/* glibc ignores the size of a NULL buffer (it uses st_blksize, 4 KiB):
+	 * give it one, so the kernel sees large writes */
+	*bufp = malloc(OUT_BUF);
+	if (*bufp)
+		setvbuf(f, *bufp, _IOFBF, OUT_BUF);
 	return f;
 }
 
@@ -35,15 +40,20 @@ FILE *reel_open_output(const char *path)
 /* pcapng                                                              */
 
 struct reel_pcapng {
-	FILE *f;
+	int fd;
 	int err;
-	uint8_t *blk; /* one EPB assembled, written with a single fwrite */
+	uint8_t *buf; /* blocks are assembled in place here, written 1 MiB at a time */
+	size_t len;
 };
 
-#define BLK_CAP (65536 + 256 + 2048)
+/* Largest EPB: header, packet, padding, options (1 KiB comment), trailer. */
+#define EPB_HDR	 28
+#define OPT_MAX	 (1024 + 64)
+#define BLK_CAP	 (EPB_HDR + 65536 + 256 + OPT_MAX + 4)
+#define FLUSH_AT OUT_BUF
 
 struct optbuf {
-	uint8_t b[1024 + 64];
+	uint8_t b[OPT_MAX];
 	size_t n;
 };
 
@@ -79,10 +89,36 @@ static void opt_end(struct optbuf *o)
 	}
 }
 
+static void flush(struct reel_pcapng *w)
+{
+	const uint8_t *p = w->buf;
+	size_t n = w->len;
+
+	w->len = 0;
+	while (n && !w->err) {
+		ssize_t k = write(w->fd, p, n);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			w->err = -errno;
+			break;
+		}
+		if (k == 0) {
+			w->err = -EIO;
+			break;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
 static int put(struct reel_pcapng *w, const void *p, size_t n)
 {
-	if (n && fwrite(p, 1, n, w->f) != n && !w->err)
-		w->err = errno ? -errno : -EIO;
+	if (w->len + n > OUT_BUF + BLK_CAP)
+		flush(w);
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
 	return w->err;
 }
 
@@ -120,12 +156,13 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 
 	if (!w)
 		return NULL;
-	w->blk = malloc(BLK_CAP);
-	w->f = w->blk ? reel_open_output(path) : NULL;
-	if (!w->f) {
-		int e = w->blk ? errno : ENOMEM;
+	w->buf = malloc(OUT_BUF + BLK_CAP);
+	w->fd = w->buf ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)
+		       : -1;
+	if (w->fd < 0) {
+		int e = w->buf ? errno : ENOMEM;
 
-		free(w->blk);
+		free(w->buf);
 		free(w);
 		errno = e;
 		return NULL;
@@ -140,11 +177,13 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 	opt_str(&o, 3, "synthesized from socket syscalls by reelplay");
 	opt_add(&o, 9, &tsresol, 1);
 	opt_end(&o);
-	if (block(w, 1, &idb, sizeof(idb), NULL, 0, &o)) {
+	block(w, 1, &idb, sizeof(idb), NULL, 0, &o);
+	flush(w);
+	if (w->err) {
 		int e = -w->err;
 
-		fclose(w->f);
-		free(w->blk);
+		close(w->fd);
+		free(w->buf);
 		free(w);
 		errno = e;
 		return NULL;
@@ -152,32 +191,69 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 	return w;
 }
 
-int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
-			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment)
+uint8_t *reel_pcapng__reserve(struct reel_pcapng *w)
 {
-	struct optbuf o = {.n = 0};
-	uint32_t h[7] = {6, 0, 0, (uint32_t)(real_ns >> 32), (uint32_t)real_ns, len, len};
-	size_t pad = (4 - (len & 3)) & 3, total;
+	if (w->len >= FLUSH_AT)
+		flush(w);
+	return w->buf + w->len + EPB_HDR;
+}
 
-	if (len > BLK_CAP - 256 - sizeof(o.b))
+static inline uint8_t *opt_put(uint8_t *q, uint16_t code, const void *v, size_t len)
+{
+	size_t pad = (4 - (len & 3)) & 3;
+	uint16_t h[2] = {code, (uint16_t)len};
+
+	memcpy(q, h, 4);
+	memcpy(q + 4, v, len);
+	memset(q + 4 + len, 0, pad);
+	return q + 4 + len + pad;
+}
+
+int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			uint32_t pid, uint32_t tid, const char *comment)
+{
+	uint8_t *b = w->buf + w->len, *q;
+	uint32_t h[7] = {6, 0, 0, (uint32_t)(real_ns >> 32), (uint32_t)real_ns, len, len};
+	size_t pad = (4 - (len & 3)) & 3;
+	uint32_t total;
+
+	if (len > BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3)
 		return -E2BIG;
+	q = b + EPB_HDR + len;
+	memset(q, 0, pad);
+	q += pad;
+	/* options as opt_add would lay them out (they always fit: 8 + 12 + 1028) */
 	if (dir)
-		opt_add(&o, 2, &dir, 4);
+		q = opt_put(q, 2, &dir, 4);
 	if (pid || tid) {
 		uint32_t pt[2] = {pid, tid};
 
-		opt_add(&o, 8, pt, 8);
+		q = opt_put(q, 8, pt, 8);
 	}
-	opt_str(&o, 1, comment);
-	opt_end(&o);
-	total = sizeof(h) + len + pad + o.n + 4;
-	h[1] = (uint32_t)total;
-	memcpy(w->blk, h, sizeof(h));
-	memcpy(w->blk + sizeof(h), pkt, len);
-	memset(w->blk + sizeof(h) + len, 0, pad);
-	memcpy(w->blk + sizeof(h) + len + pad, o.b, o.n);
-	memcpy(w->blk + total - 4, &h[1], 4);
-	return put(w, w->blk, total);
+	if (comment && *comment) {
+		size_t n = strnlen(comment, 1024);
+
+		q = opt_put(q, 1, comment, n);
+	}
+	if (q != b + EPB_HDR + len + pad) {
+		memset(q, 0, 4);
+		q += 4;
+	}
+	total = (uint32_t)(q - b) + 4;
+	h[1] = total;
+	memcpy(b, h, sizeof(h));
+	memcpy(q, &total, 4);
+	w->len += total;
+	return w->err;
+}
+
+int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
+			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment)
+{
+	if (len > BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3)
+		return -E2BIG;
+	memcpy(reel_pcapng__reserve(w), pkt, len);
+	return reel_pcapng__commit(w, real_ns, len, dir, pid, tid, comment);
 }
 
 int reel_pcapng__close(struct reel_pcapng *w)
@@ -186,10 +262,11 @@ int reel_pcapng__close(struct reel_pcapng *w)
 
 	if (!w)
 		return 0;
+	flush(w);
 	err = w->err;
-	if (fclose(w->f) && !err)
+	if (close(w->fd) && !err)
 		err = errno ? -errno : -EIO;
-	free(w->blk);
+	free(w->buf);
 	free(w);
 	return err;
 }
@@ -200,6 +277,7 @@ int reel_pcapng__close(struct reel_pcapng *w)
 struct reel_pcapw {
 	pcap_t *dead;
 	pcap_dumper_t *d;
+	void *stdio_buf; /* freed after the dumper closes its FILE */
 };
 
 struct reel_pcapw *reel_pcapw__open(const char *path)
@@ -211,12 +289,13 @@ struct reel_pcapw *reel_pcapw__open(const char *path)
 		return NULL;
 	w->dead = pcap_open_dead_with_tstamp_precision(DLT_RAW, REEL_PCAPNG_SNAPLEN,
 						       PCAP_TSTAMP_PRECISION_NANO);
-	f = w->dead ? reel_open_output(path) : NULL;
+	f = w->dead ? reel_open_output(path, &w->stdio_buf) : NULL;
 	if (!f) {
 		int e = w->dead ? errno : ENOMEM;
 
 		if (w->dead)
 			pcap_close(w->dead);
+		free(w->stdio_buf);
 		free(w);
 		errno = e;
 		return NULL;
@@ -224,6 +303,7 @@ struct reel_pcapw *reel_pcapw__open(const char *path)
 	w->d = pcap_dump_fopen(w->dead, f);
 	if (!w->d) {
 		fclose(f);
+		free(w->stdio_buf);
 		pcap_close(w->dead);
 		free(w);
 		errno = EIO;
@@ -255,6 +335,7 @@ int reel_pcapw__close(struct reel_pcapw *w)
 		err = -EIO;
 	pcap_dump_close(w->d);
 	pcap_close(w->dead);
+	free(w->stdio_buf);
 	free(w);
 	return err;
 }

@@ -35,6 +35,14 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 /* Writes one EPB. `comment` may be NULL. Returns 0 or -errno. */
 int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
 			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment);
+/* The same without a copy: reserve returns where the packet goes (room for
+ * REEL_PCAPNG_MAX_PKT bytes, valid until the next call on the writer); build
+ * it there, then commit writes the EPB around it. A reserve not committed is
+ * dropped (e.g. a packet a filter refused). */
+#define REEL_PCAPNG_MAX_PKT (65536 + 128)
+uint8_t *reel_pcapng__reserve(struct reel_pcapng *w);
+int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			uint32_t pid, uint32_t tid, const char *comment);
 /* Flushes and closes; returns the first write error (0 if none). NULL ok. */
 int reel_pcapng__close(struct reel_pcapng *w);
 
@@ -45,8 +53,8 @@ int reel_pcapw__packet(struct reel_pcapw *w, uint64_t real_ns, const uint8_t *pk
 int reel_pcapw__close(struct reel_pcapw *w);
 
 /* Opens `path` for writing as the sinks do: 0600, O_NOFOLLOW, O_TRUNC, with a
- * large stdio buffer. NULL + errno. */
-FILE *reel_open_output(const char *path);
+ * large stdio buffer (*bufp, to free after fclose). NULL + errno. */
+FILE *reel_open_output(const char *path, void **bufp);
 
 /* An address as the packet builder takes it. */
 struct reel_pkt_ep {

@@ -507,6 +507,7 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 {
 	struct reel_pkt_ep remote = fl->ep[1];
 	const struct reel_pkt_ep *src, *dst;
+	uint8_t *pkt;
 	size_t n;
 	uint64_t real;
 
@@ -516,19 +517,23 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 		ep_from(&remote, peer);
 	src = dir == REEL_DIR_EGRESS ? &fl->ep[0] : &remote;
 	dst = dir == REEL_DIR_EGRESS ? &remote : &fl->ep[0];
-	n = reel_pkt_build(p->pkt, 65536 + 128, src, dst, stream ? 6 : 17, seq, ack, flags,
+	/* built in place in the pcapng writer's buffer: no copy of the packet */
+	pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
+	n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack, flags,
 			   fl->ipid[dir]++, data, len);
 	if (!n)
 		return;
 	if (p->have_bpf) {
 		struct pcap_pkthdr h = {.caplen = (uint32_t)n, .len = (uint32_t)n};
 
-		if (!pcap_offline_filter(&p->bpf, &h, p->pkt))
+		if (!pcap_offline_filter(&p->bpf, &h, pkt))
 			return;
 	}
 	real = real_ns(p, file_idx, ts);
+	if (p->pcw)
+		reel_pcapw__packet(p->pcw, real, pkt, (uint32_t)n);
 	if (p->png) {
-		int e = reel_pcapng__packet(p->png, real, p->pkt, (uint32_t)n,
+		int e = reel_pcapng__commit(p->png, real, (uint32_t)n,
 					    dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
 								   : REEL_EPB_DIR_IN,
 					    pid, tid, comment);
@@ -536,8 +541,6 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 		if (e && !p->err)
 			p->err = e;
 	}
-	if (p->pcw)
-		reel_pcapw__packet(p->pcw, real, p->pkt, (uint32_t)n);
 	p->st.packets++;
 }
 
@@ -911,51 +914,61 @@ static const struct {
 	{REEL_TXNF_PARTIAL, "partial"},
 };
 
-/* ,"k": */
-static void json_key(struct reel_sb *sb, const char *k)
-{
-	reel_sb_puts(sb, ",\"");
-	reel_sb_puts(sb, k);
-	reel_sb_puts(sb, "\":");
-}
+/* ,"k": -- k is a literal: one copy of known length */
+#define json_key(sb, k) reel_sb_put((sb), ",\"" k "\":", sizeof(",\"" k "\":") - 1)
 
-static void json_str(struct reel_sb *sb, const char *k, const char *v)
+static void json_strval(struct reel_sb *sb, const char *v)
 {
-	json_key(sb, k);
 	reel_sb_putc(sb, '"');
 	reel_sb_json_str(sb, v, strlen(v));
 	reel_sb_putc(sb, '"');
 }
 
-static void json_u64(struct reel_sb *sb, const char *k, uint64_t v)
+static void json_epval(struct reel_sb *sb, const struct conn *cc, int side)
 {
-	json_key(sb, k);
-	reel_sb_u64(sb, v);
+	struct conn *c = (struct conn *)cc; /* the cache is not part of its value */
+
+	if (!c->epstr_ok) {
+		ep_text(c, 0, c->epstr[0], sizeof(c->epstr[0]));
+		ep_text(c, 1, c->epstr[1], sizeof(c->epstr[1]));
+		c->epstr_ok = true;
+	}
+	json_strval(sb, c->epstr[side]);
 }
 
-static void json_i64(struct reel_sb *sb, const char *k, int64_t v)
+static void json_timeval(struct reel_sb *sb, uint64_t real)
 {
-	json_key(sb, k);
-	reel_sb_i64(sb, v);
-}
-
-static void json_ep(struct reel_sb *sb, const char *k, const struct conn *c, int side)
-{
-	char buf[96];
-	struct reel_sb t;
-
-	reel_sb_init(&t, buf, sizeof(buf));
-	put_ep(&t, c, side);
-	json_str(sb, k, buf);
-}
-
-static void json_time(struct reel_sb *sb, const char *k, uint64_t real)
-{
-	json_key(sb, k);
 	reel_sb_putc(sb, '"');
 	reel_sb_rfc3339(sb, real);
 	reel_sb_putc(sb, '"');
 }
+
+/* The key is a literal in every call. */
+#define json_str(sb, k, v)                                                                         \
+	do {                                                                                       \
+		json_key(sb, k);                                                                   \
+		json_strval(sb, v);                                                                \
+	} while (0)
+#define json_u64(sb, k, v)                                                                         \
+	do {                                                                                       \
+		json_key(sb, k);                                                                   \
+		reel_sb_u64(sb, v);                                                                \
+	} while (0)
+#define json_i64(sb, k, v)                                                                         \
+	do {                                                                                       \
+		json_key(sb, k);                                                                   \
+		reel_sb_i64(sb, v);                                                                \
+	} while (0)
+#define json_ep(sb, k, c, side)                                                                    \
+	do {                                                                                       \
+		json_key(sb, k);                                                                   \
+		json_epval(sb, c, side);                                                           \
+	} while (0)
+#define json_time(sb, k, real)                                                                     \
+	do {                                                                                       \
+		json_key(sb, k);                                                                   \
+		json_timeval(sb, real);                                                            \
+	} while (0)
 
 static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
 			 struct reel_sb *sb)
@@ -1071,8 +1084,13 @@ static void on_txn(void *ctx, const struct reel_txn *t)
 	}
 	if (p->o.json) {
 		FORMAT_LINE(p, sb, fmt_txn_json(p, c, t, &sb));
-		fputs(p->line, p->o.json);
-		fputc('\n', p->o.json);
+		if (sb.len < p->line_cap) { /* the NUL's place takes the newline */
+			p->line[sb.len] = '\n';
+			fwrite(p->line, 1, sb.len + 1, p->o.json);
+		} else { /* out of memory: cut */
+			fputs(p->line, p->o.json);
+			fputc('\n', p->o.json);
+		}
 		sink_err(p, p->o.json);
 	}
 	if (p->o.print) {
@@ -1824,7 +1842,7 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 		goto fail;
 	p->line_cap = 4096 + p->o.preview * 4;
 	p->line = malloc(p->line_cap);
-	p->pkt = malloc(65536 + 128);
+	p->pkt = malloc(REEL_PCAPNG_MAX_PKT);
 	if (!p->line || !p->pkt)
 		goto fail;
 	if (p->o.summary) {

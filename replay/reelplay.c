@@ -303,6 +303,7 @@ int main(int argc, char **argv)
 	struct reel_merge *merge = NULL;
 	struct reel_pipeline *pipe = NULL;
 	FILE *json = NULL;
+	void *json_buf = NULL;
 	struct reel_record rec;
 	struct progress pg = {0};
 	uint64_t start_real = 0;
@@ -516,11 +517,17 @@ int main(int argc, char **argv)
 				rc = 1;
 				goto out;
 			}
-			setvbuf(json, NULL, _IOFBF, 1 << 20);
+			/* glibc ignores the size of a NULL buffer (4 KiB writes) */
+			json_buf = malloc(1 << 20);
+			if (json_buf)
+				setvbuf(json, json_buf, _IOFBF, 1 << 20);
 		}
 	}
-	if (print)
-		setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	if (print || json == stdout) {
+		static char out_buf[1 << 20];
+
+		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
+	}
 	po.print = print ? stdout : NULL;
 	po.json = json;
 	po.summary = summary ? (print || json == stdout ? stderr : stdout) : NULL;
@@ -614,6 +621,7 @@ out:
 		fprintf(stderr, "reelplay: %s: %s\n", json_path, strerror(errno));
 		rc = 1;
 	}
+	free(json_buf);
 	if (fflush(stdout) && !rc) {
 		fprintf(stderr, "reelplay: stdout: %s\n", strerror(errno));
 		rc = 1;

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-void reel_sb_put(struct reel_sb *sb, const char *s, size_t n)
+void reel_sb_put_slow(struct reel_sb *sb, const char *s, size_t n)
 {
 	if (sb->len < sb->cap) {
 		size_t room = sb->cap - sb->len - 1;
@@ -15,16 +15,6 @@ void reel_sb_put(struct reel_sb *sb, const char *s, size_t n)
 		sb->buf[sb->len + k] = '\0';
 	}
 	sb->len += n;
-}
-
-void reel_sb_puts(struct reel_sb *sb, const char *s)
-{
-	reel_sb_put(sb, s, strlen(s));
-}
-
-void reel_sb_putc(struct reel_sb *sb, char c)
-{
-	reel_sb_put(sb, &c, 1);
 }
 
 void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...)
@@ -40,15 +30,29 @@ void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...)
 		sb->len += (size_t)n;
 }
 
+static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+				 "31323334353637383940414243444546474849505152535455565758596061"
+				 "62636465666768697071727374757677787980818283848586878889909192"
+				 "93949596979899";
+
 void reel_sb_u64(struct reel_sb *sb, uint64_t v)
 {
 	char tmp[24];
 	int i = sizeof(tmp);
 
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+
+		v /= 100;
+		i -= 2;
+		memcpy(tmp + i, digits2 + 2 * d, 2);
+	}
+	if (v >= 10) {
+		i -= 2;
+		memcpy(tmp + i, digits2 + 2 * v, 2);
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
 	reel_sb_put(sb, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
@@ -111,13 +115,29 @@ void reel_sb_escape(struct reel_sb *sb, const uint8_t *p, size_t n)
 	reel_sb_put(sb, tmp, t);
 }
 
+/* bytes a JSON string carries as they are */
+static const uint8_t json_plain[256] = {
+	[0x20] = 1,
+	[0x21] = 1,
+	[0x23 ... 0x5b] = 1,
+	[0x5d ... 0x7e] = 1,
+};
+
 void reel_sb_json_str(struct reel_sb *sb, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	char tmp[256];
-	size_t t = 0;
+	size_t t = 0, i = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	/* the common case: nothing to escape */
+	while (i < n && json_plain[(uint8_t)s[i]])
+		i++;
+	if (i == n) {
+		reel_sb_put(sb, s, n);
+		return;
+	}
+	reel_sb_put(sb, s, i);
+	for (; i < n; i++) {
 		uint8_t c = (uint8_t)s[i];
 
 		if (t > sizeof(tmp) - 8) {

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct reel_sb {
 	char *buf;
@@ -26,9 +27,36 @@ static inline void reel_sb_init(struct reel_sb *sb, char *buf, size_t cap)
 		buf[0] = '\0';
 }
 
-void reel_sb_put(struct reel_sb *sb, const char *s, size_t n);
-void reel_sb_puts(struct reel_sb *sb, const char *s);
-void reel_sb_putc(struct reel_sb *sb, char c);
+/* Appends n bytes (the slow path truncates at cap). */
+void reel_sb_put_slow(struct reel_sb *sb, const char *s, size_t n);
+
+static inline void reel_sb_put(struct reel_sb *sb, const char *s, size_t n)
+{
+	if (sb->len + n < sb->cap) {
+		memcpy(sb->buf + sb->len, s, n);
+		sb->len += n;
+		sb->buf[sb->len] = '\0';
+		return;
+	}
+	reel_sb_put_slow(sb, s, n);
+}
+
+/* inline: the length of a literal is known at compile time */
+static inline void reel_sb_puts(struct reel_sb *sb, const char *s)
+{
+	reel_sb_put(sb, s, strlen(s));
+}
+
+static inline void reel_sb_putc(struct reel_sb *sb, char c)
+{
+	if (sb->len + 1 < sb->cap) {
+		sb->buf[sb->len++] = c;
+		sb->buf[sb->len] = '\0';
+		return;
+	}
+	reel_sb_put_slow(sb, &c, 1);
+}
+
 void reel_sb_printf(struct reel_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Decimal integers without printf. */
 void reel_sb_u64(struct reel_sb *sb, uint64_t v);
