@@ -4,7 +4,8 @@
 #   tests/bench/bench_replay.sh [SECONDS]        # default 3; the large file is 10x longer
 #
 # 1. captures wrk against nginx (1 KiB bodies, keep-alive, both ends captured:
-#    -p NGINX --port P -- wrk) for SECONDS into small.reel and 10*SECONDS into
+#    -p NGINX --port P -- wrk, 16 MiB rings so a busy host loses nothing) for
+#    SECONDS into small.reel and 10*SECONDS into
 #    large.reel;
 # 2. times `reelplay FILE -w out.pcapng --json out.jsonl` (payload MB/s, payload
 #    from reelplay's own summary) and, on the small file, `tshark -r out.pcapng
@@ -47,23 +48,40 @@ start_nginx "$PORT" 1 >/dev/null
 W=$PEER_DIR/bench
 mkdir -p "$W"
 
-# measure CMD...: runs CMD in a fresh python; prints "SECONDS MAXRSS_KIB EXIT CPUSECONDS"
+# measure CMD...: runs CMD in a fresh python; prints
+# "SECONDS MAXRSS_KIB EXIT CPUSECONDS MAXANON_KIB": ru_maxrss counts the pages of
+# the input file reelplay maps, so the peak of RssAnon (sampled every 10 ms from
+# /proc/PID/status) is printed too
 measure() {
 	python3 - "$@" <<'PY'
 import resource, subprocess, sys, time
 t = time.monotonic()
-rc = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+anon = 0
+while p.poll() is None:
+    try:
+        with open("/proc/%d/status" % p.pid) as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    anon = max(anon, int(line.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.01)
 dt = time.monotonic() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print("%.3f %d %d %.3f" % (dt, ru.ru_maxrss, rc, ru.ru_utime + ru.ru_stime))
+print("%.3f %d %d %.3f %d" % (dt, ru.ru_maxrss, p.returncode, ru.ru_utime + ru.ru_stime, anon))
 PY
 }
 
 capture() { # NAME SECONDS
-	"$REELCAP" -q -w "$W/$1.reel" -p "$NGINX_PID" --port "$PORT" -- \
+	"$REELCAP" -q -w "$W/$1.reel" --ring-pages 4096 -p "$NGINX_PID" --port "$PORT" -- \
 		wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$PORT/b1k" >"$W/$1.wrk" 2>"$W/$1.cap"
 	echo "captured $1: $2 s of wrk: $(grep -E 'Requests/sec' "$W/$1.wrk" | tr -s ' ')," \
 		"$(stat -c %s "$W/$1.reel") bytes on disk; $(grep -o 'final:.*' "$W/$1.cap")"
+	if grep -Eq 'final:.* [1-9][0-9]* (LOST|DROP)' "$W/$1.cap"; then
+		echo "  note: samples were lost or dropped (busy host): each hole makes reassembly hold" \
+			"up to 1 s / 4 MiB per direction, so $1's memory figure is pessimistic"
+	fi
 }
 
 echo "=== capture (nginx 1 KiB bodies on 127.0.0.1:$PORT, both ends)"
@@ -75,22 +93,23 @@ payload() { # FILE -> captured payload bytes, from reelplay's summary
 }
 
 echo "=== replay: reelplay FILE -w out.pcapng --json out.jsonl"
-declare -A SEC RSS PAY CPU
+declare -A SEC RSS PAY CPU ANON
 for f in small large; do
 	PAY[$f]=$(payload "$W/$f.reel")
 	# warm the page cache, then time
 	cat "$W/$f.reel" >/dev/null
-	read -r s r rc c < <(measure "$REELPLAY" "$W/$f.reel" -w "$W/$f.pcapng" --json "$W/$f.jsonl")
+	read -r s r rc c a < <(measure "$REELPLAY" "$W/$f.reel" -w "$W/$f.pcapng" --json "$W/$f.jsonl")
 	[ "$rc" = 0 ] || echo "reelplay exited $rc on $f.reel" >&2
 	SEC[$f]=$s
 	RSS[$f]=$r
 	CPU[$f]=$c
+	ANON[$f]=$a
 	python3 -c "
 import sys
-pay, s, rss, pc, js, c = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[7])
-print('%-5s payload %7.1f MB  wall %6.2f s = %6.1f MB/s  cpu %6.2f s = %6.1f MB/s  peak RSS %6.1f MiB  (pcapng %.0f MB, JSON %.0f MB)' %
-      (sys.argv[6], pay / 1e6, s, pay / 1e6 / s, c, pay / 1e6 / c, rss / 1024, pc / 1e6, js / 1e6))" \
-		"${PAY[$f]}" "$s" "$r" "$(stat -c %s "$W/$f.pcapng")" "$(stat -c %s "$W/$f.jsonl")" "$f" "$c"
+pay, s, rss, pc, js, c, a = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[7]), int(sys.argv[8])
+print('%-5s payload %7.1f MB  wall %6.2f s = %6.1f MB/s  cpu %6.2f s = %6.1f MB/s  peak RSS %6.1f MiB (anon %6.1f MiB)  (pcapng %.0f MB, JSON %.0f MB)' %
+      (sys.argv[6], pay / 1e6, s, pay / 1e6 / s, c, pay / 1e6 / c, rss / 1024, a / 1024, pc / 1e6, js / 1e6))" \
+		"${PAY[$f]}" "$s" "$r" "$(stat -c %s "$W/$f.pcapng")" "$(stat -c %s "$W/$f.jsonl")" "$f" "$c" "$a"
 	rm -f "$W/$f.jsonl"
 done
 
@@ -99,7 +118,7 @@ hints=$("$REELPLAY" "$W/small.reel" -w "$W/hints.pcapng" 2>&1 >/dev/null |
 	grep -o -- '-d [a-z]*\.port==[0-9]*,[a-z0-9]*' | sort -u | tr '\n' ' ' || true)
 rm -f "$W/hints.pcapng"
 # shellcheck disable=SC2086
-read -r ts tr trc tc < <(measure tshark -n -r "$W/small.pcapng" $hints -q -z http,tree)
+read -r ts tr trc tc ta < <(measure tshark -n -r "$W/small.pcapng" $hints -q -z http,tree)
 [ "$trc" = 0 ] || echo "tshark exited $trc" >&2
 # shellcheck disable=SC2086
 nreq=$(tshark -n -r "$W/small.pcapng" $hints -q -z http,tree 2>/dev/null |
@@ -111,8 +130,24 @@ print('tshark wall %.2f s, cpu %.2f s, peak RSS %.1f MiB (%s HTTP packets in its
 print('ratio: reelplay (pcapng + JSON) is %.1fx faster wall, %.1fx by CPU, than tshark -z http,tree on the same traffic (target >= 10x)' % (ts / rs, tc / rc))
 " "$ts" "$tr" "${SEC[small]}" "${nreq:-?}" "$tc" "${CPU[small]}"
 
+# Memory depends on the event rate (the reader's merge window holds a fraction
+# of a second of records): compare the large file with its own first SECONDS
+# too, same traffic, 10x shorter.
+REELTOOL=$BUILD/tools/reeltool
+if [ -x "$REELTOOL" ] && "$REELTOOL" slice "$W/large.reel" "$W/head.reel" --from +0 --to +"$SECS" \
+	>/dev/null 2>&1; then
+	read -r _ hr _ _ ha < <(measure "$REELPLAY" "$W/head.reel" -w "$W/head.pcapng" --json /dev/null)
+	python3 -c "
+import sys
+pay, pl, hr, ha, rl, al = (int(x) for x in sys.argv[1:7])
+print('memory, same traffic: first %s s of large (payload %.0f MB) peak RSS %.1f MiB, anonymous %.1f MiB; whole large file (%.1fx the payload) %.1f / %.1f MiB (x%.2f anonymous)' %
+      (sys.argv[7], pay / 1e6, hr / 1024, ha / 1024, pl / pay, rl / 1024, al / 1024, al / max(ha, 1)))
+" "$(payload "$W/head.reel")" "${PAY[large]}" "$hr" "$ha" "${RSS[large]}" "${ANON[large]}" "$SECS"
+	rm -f "$W/head.pcapng"
+fi
 python3 -c "
 import sys
-ps, pl, rs, rl = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-print('memory: input %.1fx larger, peak RSS %.1f -> %.1f MiB (x%.2f; flat means ~1)' % (pl / ps, rs / 1024, rl / 1024, rl / rs))
-" "${PAY[small]}" "${PAY[large]}" "${RSS[small]}" "${RSS[large]}"
+ps, pl, rs, rl, as_, al = (int(x) for x in sys.argv[1:7])
+print('memory, small vs large capture: input %.1fx larger, peak RSS %.1f -> %.1f MiB (x%.2f), anonymous %.1f -> %.1f MiB (x%.2f); flat means ~1' %
+      (pl / ps, rs / 1024, rl / 1024, rl / rs, as_ / 1024, al / 1024, al / max(as_, 1)))
+" "${PAY[small]}" "${PAY[large]}" "${RSS[small]}" "${RSS[large]}" "${ANON[small]}" "${ANON[large]}"
