@@ -18,6 +18,11 @@
  * small heap of runs, keyed by each run's first record, gives the next
  * record in O(log runs). Memory is bounded by the bytes of the blocks held
  * alive (not by time, which would grow with the event rate).
+ *
+ * Files with a footer index (every cleanly closed file) release sooner: a
+ * record older than the oldest timestamp of every block not yet read (the
+ * index has each block's ts_min) cannot be preceded by anything still to
+ * come, so it goes at once instead of after the window.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -67,6 +72,11 @@ struct msrc {
 	uint64_t seq;
 	bool done;
 	struct mblk *cur; /* wraps r->buf */
+	/* From the file's index: smin[b] = lowest timestamp in blocks b.. (no
+	 * record still to come from this file is older than bound). */
+	uint64_t *smin;
+	uint32_t nblk;
+	uint64_t bound;
 };
 
 struct rmap_ent {
@@ -93,6 +103,7 @@ struct reel_merge {
 	uint64_t held_bytes; /* bytes of blocks kept alive by held records */
 	uint64_t last_ts;
 	bool released_any;
+	bool use_bound; /* every source has an index */
 	uint64_t out_of_order;
 	char errmsg[600];
 };
@@ -477,8 +488,30 @@ struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 	m->src = calloc((size_t)n, sizeof(*m->src));
 	if (!m->src)
 		goto nomem;
-	for (int i = 0; i < n; i++)
-		m->src[i].r = readers[i];
+	m->use_bound = true;
+	for (int i = 0; i < n; i++) {
+		struct msrc *s = &m->src[i];
+		const struct reel_block_info *bi;
+		int nb = reel_reader__index_noscan(readers[i], &bi);
+
+		s->r = readers[i];
+		if (nb <= 0) {
+			m->use_bound = false;
+			continue;
+		}
+		s->smin = malloc((size_t)nb * sizeof(*s->smin));
+		if (!s->smin)
+			goto nomem;
+		s->nblk = (uint32_t)nb;
+		for (int b = nb; b-- > 0;) {
+			uint64_t t = bi[b].records && bi[b].ts_min <= bi[b].ts_max ? bi[b].ts_min
+										   : UINT64_MAX;
+			uint64_t after = b + 1 < nb ? s->smin[b + 1] : UINT64_MAX;
+
+			s->smin[b] = t < after ? t : after;
+		}
+		s->bound = s->smin[0];
+	}
 	m->n = n;
 	return m;
 nomem:
@@ -519,6 +552,14 @@ static int pull(struct reel_merge *m, int i)
 		s->done = true;
 		return 0;
 	}
+	if (m->use_bound) {
+		/* Records of block b are no older than smin[b]; an index that says
+		 * otherwise is not trusted any more (the window still orders). */
+		if (rec.block >= s->nblk || rec.ts_ns < s->smin[rec.block])
+			m->use_bound = false;
+		else
+			s->bound = s->smin[rec.block];
+	}
 	e.rec = rec;
 	e.rec.file_idx = (uint32_t)i;
 	e.seq = s->seq++;
@@ -539,12 +580,14 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 	blk_unref(m, m->out);
 	m->out = NULL;
 	for (;;) {
-		uint64_t lo = UINT64_MAX;
+		uint64_t lo = UINT64_MAX, bound = UINT64_MAX;
 		int pick = -1, rc;
 
 		for (int i = 0; i < m->n; i++) {
 			if (m->src[i].done)
 				continue;
+			if (m->src[i].bound < bound)
+				bound = m->src[i].bound;
 			if (pick < 0 || m->src[i].frontier < lo) {
 				lo = m->src[i].frontier;
 				pick = i;
@@ -556,7 +599,14 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 			uint64_t ts = top->rec.ts_ns;
 			bool forced =
 				m->nheld >= m->o.max_held || m->held_bytes >= m->o.max_held_bytes;
-			bool ripe = pick < 0 || (lo >= ts && lo - ts >= m->o.window_ns);
+			/* Ripe after the window; or sooner when the indexes say nothing
+			 * older can still come: it is the least record held and every
+			 * later one is newer, so the window would release it next too
+			 * (unless a record came later than the window, which the
+			 * window would release out of order): same order, and a
+			 * block or two held instead of the whole window. */
+			bool ripe = pick < 0 || (lo >= ts && lo - ts >= m->o.window_ns) ||
+				    (m->use_bound && ts < bound);
 
 			if (ripe || forced) {
 				*rec = top->rec;
@@ -667,6 +717,8 @@ void reel_merge__free(struct reel_merge *m)
 	}
 	free_blk_list(m->free_blks);
 	free_blk_list(m->spare);
+	for (int i = 0; m->src && i < m->n; i++)
+		free(m->src[i].smin);
 	free(m->rmap);
 	free(m->heap);
 	free(m->src);

@@ -651,6 +651,25 @@ static int check_seek(const struct reel_reader *r, size_t fi, char *err, size_t 
 
 static int repair(struct reel_reader *r, size_t fi);
 
+/* Reading a mapped file front to back: give back the pages already read, so
+ * the resident size stays flat whatever the file's length (they come back
+ * from the page cache if a frame is read again). */
+static void drop_behind(struct reel_reader *r, uint64_t off)
+{
+#ifdef MADV_DONTNEED
+	const size_t step = 2u << 20, align = 65536;
+
+	if (!r->map || off < r->dropped + step)
+		return;
+	off &= ~(uint64_t)(align - 1);
+	if (!madvise((uint8_t *)r->map + r->dropped, (size_t)off - r->dropped, MADV_DONTNEED))
+		r->dropped = (size_t)off;
+#else
+	(void)r;
+	(void)off;
+#endif
+}
+
 int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec)
 {
 	while (r->roff < r->blen) {
@@ -708,6 +727,7 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 			}
 			f->status = ST_OK;
 			f->raw = (uint32_t)len;
+			drop_behind(r, f->off);
 			r->blen = len;
 			r->cur_block = f->block;
 			break;
@@ -847,12 +867,8 @@ out:
 	return rc;
 }
 
-int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **out)
+static void load_footer_index(struct reel_reader *r)
 {
-	int rc;
-
-	if (!r)
-		return -EINVAL;
 	if (!r->blocks_loaded && !r->o.no_index) {
 		/* an index frame that agrees with the frames before it (file cut after it) */
 		for (size_t i = r->nframes; i-- > 0;) {
@@ -869,6 +885,26 @@ int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **ou
 			break;
 		}
 	}
+}
+
+int reel_reader__index_noscan(struct reel_reader *r, const struct reel_block_info **out)
+{
+	if (r->walked)
+		return -1;
+	load_footer_index(r);
+	if (!r->blocks_loaded)
+		return -1;
+	*out = r->blocks;
+	return (int)r->nblk;
+}
+
+int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **out)
+{
+	int rc;
+
+	if (!r)
+		return -EINVAL;
+	load_footer_index(r);
 	if (!r->blocks_loaded) {
 		rc = scan_index(r);
 		if (rc)
@@ -899,6 +935,7 @@ int reel_reader__seek_time(struct reel_reader *r, uint64_t ts_ns)
 	if (n < 0)
 		return n;
 	r->roff = r->blen = 0;
+	r->dropped = 0;
 	r->hdr_reported = true;
 	for (int i = 0; i < n; i++) {
 		const struct reel_block_info *b = &r->blocks[i];
@@ -918,6 +955,7 @@ int reel_reader__rewind(struct reel_reader *r)
 		return -EINVAL;
 	r->fi = 0;
 	r->roff = r->blen = 0;
+	r->dropped = 0;
 	r->hdr_reported = false;
 	return 0;
 }

@@ -50,6 +50,7 @@ struct reel_reader {
 	uint8_t *buf;
 	size_t bufcap, blen, roff;
 	uint32_t cur_block;
+	size_t dropped; /* mapped bytes below this were given back (MADV_DONTNEED) */
 	struct ZSTD_DCtx_s *dctx;
 	char errmsg[512];
 
@@ -68,5 +69,10 @@ struct reel_reader {
  * swapped for another buffer before reel_reader__next loads the next block
  * into it: reel_merge keeps blocks alive that way instead of copying). */
 int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec);
+
+/* The block index when it costs no scan (a footer index that covers every
+ * block of a file whose frames come from its seek table): the number of
+ * blocks and *out (valid until the reader frees its index), or -1. */
+int reel_reader__index_noscan(struct reel_reader *r, const struct reel_block_info **out);
 
 #endif /* REEL_READER_INTERNAL_H */
