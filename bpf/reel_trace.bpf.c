@@ -5,10 +5,13 @@
  * into the perf event array `events`. bpf/ABI.md is the spec of what is
  * emitted and when.
  *
- * Hot path: sys_enter filters (self, pid set, cgroup, comm) before touching
- * the fd; the fd is resolved to its socket with CO-RE reads and checked
- * against the per-(tgid,fd) connection cache; only then the call's arguments
- * are saved per thread. sys_exit emits with the return value (bytes moved).
+ * Hot path: only sys_exit programs. A call that moved no bytes stops at
+ * the return value; then the filters (self, pid set, cgroup, comm), then the
+ * call's arguments are read from the thread's saved user registers and the fd
+ * is resolved to its socket with direct BTF reads; only then the connection
+ * table and the output. No sys_enter program is attached: each attached
+ * syscall tracepoint costs its calls a perf trace-buffer round and a program
+ * run, for every process, whether it is captured or not.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -23,6 +26,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define R_MSG_PEEK     2
 #define R_EINPROGRESS  115
+#define R_EBADF	       9
 #define REEL_PORTS_MAX 16
 /* recvmmsg/sendmmsg messages past REEL_MMSG_MAX get length-only events, up to
  * the kernel's own limit (UIO_MAXIOV). */
@@ -74,7 +78,7 @@ struct {
 
 /* Kernel-side counters, per CPU, read by reelcap for STATS and the final line. */
 enum {
-	RS_CALLS_FULL, /* no task storage for a call's arguments: not captured */
+	RS_CALLS_FULL, /* unused (was: no task storage for a call's arguments) */
 	RS_CONNS_FULL, /* conns map update failed */
 	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
 	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
@@ -89,7 +93,8 @@ struct {
 	__type(value, __u64);
 } kstats SEC(".maps");
 
-/* Arguments saved at sys_enter for the matching sys_exit, per thread. */
+/* The arguments of the call ending now, read at sys_exit from the thread's
+ * saved user registers (see call_args). */
 struct call_args {
 	__u64 buf;  /* buffer, iovec array, msghdr or mmsghdr array (user) */
 	__u64 cnt;  /* count / iovcnt / vlen */
@@ -98,52 +103,8 @@ struct call_args {
 	__s32 fd;
 	__u16 sys;
 	__u8 dir;
-	__u8 valid; /* set at sys_enter, cleared when sys_exit consumes it */
+	__u8 pad;
 };
-
-/* Per-thread task storage: cheaper than a hash keyed by tid, never full,
- * and freed with the thread. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct call_args);
-} calls SEC(".maps");
-
-/* Saves the arguments of a call for its sys_exit. */
-static __always_inline void call_save(const struct call_args *a)
-{
-	struct call_args *slot;
-
-	slot = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
-				    BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!slot) {
-		__u32 idx = 0; /* RS_CALLS_FULL */
-		__u64 *v = bpf_map_lookup_elem(&kstats, &idx);
-
-		if (v)
-			*v += 1;
-		return;
-	}
-	*slot = *a;
-	slot->valid = 1;
-}
-
-/* Takes the arguments saved by sys_enter (and clears them). 0; -1 when the
- * thread has a slot but this call was not saved; -2 when the thread has no
- * slot yet (see call_recover). */
-static __always_inline int call_take(struct call_args *a)
-{
-	struct call_args *slot = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
-
-	if (!slot)
-		return -2;
-	if (!slot->valid)
-		return -1;
-	*a = *slot;
-	slot->valid = 0;
-	return 0;
-}
 
 /* Payload walk state of the message being emitted (one per CPU). */
 struct walk_state {
@@ -277,43 +238,39 @@ static __always_inline int sock_lookup(int fd, struct sock_info *si)
 	return ports_match(si) ? 0 : -1;
 }
 
-/* A thread's first syscall exit since attach without a slot: the call may
- * have been in flight when the capture started (a read blocked since before),
- * so its sys_enter was never seen. Its arguments are still in the saved user
- * registers: recover them, so those bytes are counted and captured too. The
- * slot created here marks the thread as seen; its later exits take the fast
- * path. Returns 0 with `a` filled, or -1. */
-static __always_inline int call_recover(struct call_args *a, __u16 sys)
+/* The arguments of the call ending now. There are no sys_enter programs:
+ * the syscall's arguments are still in the thread's saved user registers at
+ * sys_exit (the return value goes to ax, not to an argument register; arm64
+ * keeps the first one in orig_x0), so one program per call does the filters,
+ * the fd lookup and the capture, and a call in flight at attach (a read
+ * blocked since before) is captured like any other. The fd is resolved at
+ * exit: the file is still in the table unless another thread closed it
+ * during the call. Returns 0 with `a` filled (a captured socket in scope),
+ * or -1. */
+static __always_inline int call_args(struct call_args *a, __u16 sys)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 id = bpf_get_current_pid_tgid();
-	struct call_args *slot;
+	struct task_struct *task;
 	struct pt_regs *regs;
-	__u64 p1, p2, p3, p4, p5;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 p1, p2, p3;
 
-	/* the slot is created for threads out of scope too: their later exits
-	 * then stop at the slot lookup instead of repeating the filters */
-	slot = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!slot)
-		return -1;
-	slot->valid = 0;
 	if (!in_scope(id >> 32))
 		return -1;
+	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	p1 = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	p2 = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	p3 = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	p4 = PT_REGS_PARM4_CORE_SYSCALL(regs);
-	p5 = PT_REGS_PARM5_CORE_SYSCALL(regs);
-	__builtin_memset(a, 0, sizeof(*a));
+	p1 = PT_REGS_PARM1_SYSCALL(regs);
+	p2 = PT_REGS_PARM2_SYSCALL(regs);
+	p3 = PT_REGS_PARM3_SYSCALL(regs);
 	a->sys = sys;
 	a->fd = p1;
 	a->buf = p2;
 	a->cnt = p3;
+	a->addr = 0;
 	switch (sys) {
 	case REEL_SYS_CONNECT:
 	case REEL_SYS_ACCEPT:
 	case REEL_SYS_ACCEPT4:
+		a->dir = 0;
 		return 0;
 	case REEL_SYS_WRITE:
 	case REEL_SYS_WRITEV:
@@ -324,13 +281,13 @@ static __always_inline int call_recover(struct call_args *a, __u16 sys)
 		break;
 	case REEL_SYS_SENDTO:
 		a->dir = REEL_DIR_EGRESS;
-		a->addr = p5;
+		a->addr = PT_REGS_PARM5_SYSCALL(regs);
 		break;
 	case REEL_SYS_RECVFROM:
-		if (p4 & R_MSG_PEEK)
+		if (PT_REGS_PARM4_SYSCALL(regs) & R_MSG_PEEK) /* peeked bytes are read again */
 			return -1;
 		a->dir = REEL_DIR_INGRESS;
-		a->addr = p5;
+		a->addr = PT_REGS_PARM5_SYSCALL(regs);
 		break;
 	case REEL_SYS_RECVMSG:
 		if (p3 & R_MSG_PEEK)
@@ -338,11 +295,12 @@ static __always_inline int call_recover(struct call_args *a, __u16 sys)
 		a->dir = REEL_DIR_INGRESS;
 		break;
 	case REEL_SYS_RECVMMSG:
-		if (p4 & R_MSG_PEEK)
+		if (PT_REGS_PARM4_SYSCALL(regs) & R_MSG_PEEK)
 			return -1;
 		a->dir = REEL_DIR_INGRESS;
 		break;
 	case REEL_SYS_SPLICE:
+		/* socket -> pipe is ingress, pipe -> socket egress */
 		a->dir = REEL_DIR_INGRESS;
 		if (!sock_lookup(p1, &a->si))
 			return 0;
@@ -354,16 +312,6 @@ static __always_inline int call_recover(struct call_args *a, __u16 sys)
 		break;
 	}
 	return sock_lookup(a->fd, &a->si);
-}
-
-/* The arguments of the call ending now, saved or recovered. 0 or -1. */
-static __always_inline int call_args_for_exit(struct call_args *a, __u16 sys)
-{
-	int rc = call_take(a);
-
-	if (rc == -2)
-		rc = call_recover(a, sys);
-	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -621,25 +569,6 @@ static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct 
 /* ------------------------------------------------------------------ */
 /* Data syscalls                                                       */
 
-static __always_inline int data_enter(__u16 sys, __u8 dir, int fd, __u64 buf, __u64 cnt, __u64 addr)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct call_args a = {};
-
-	if (!in_scope(id >> 32))
-		return 0;
-	if (sock_lookup(fd, &a.si))
-		return 0;
-	a.buf = buf;
-	a.cnt = cnt;
-	a.addr = addr;
-	a.fd = fd;
-	a.sys = sys;
-	a.dir = dir;
-	call_save(&a);
-	return 0;
-}
-
 static __always_inline void fill_seq(const struct call_args *a, struct msg_desc *m,
 				     __u64 bytes_after)
 {
@@ -657,9 +586,9 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 	struct scratch *s;
 	struct msg_desc m = {};
 
-	if (call_args_for_exit(&a, sys))
-		return 0;
 	if (ret <= 0)
+		return 0;
+	if (call_args(&a, sys))
 		return 0;
 	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!c)
@@ -757,9 +686,9 @@ static __always_inline int mmsg_exit(void *ctx, long ret, __u16 sys)
 	__u64 after = 0;
 	__u32 n;
 
-	if (call_args_for_exit(&a, sys))
-		return 0;
 	if (ret <= 0)
+		return 0;
+	if (call_args(&a, sys))
 		return 0;
 	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!c)
@@ -806,95 +735,7 @@ static __always_inline int mmsg_exit(void *ctx, long ret, __u16 sys)
 	return 0;
 }
 
-#define TP_ENTER(name) SEC("tracepoint/syscalls/sys_enter_" #name)
-#define TP_EXIT(name)  SEC("tracepoint/syscalls/sys_exit_" #name)
-#define ARG(i)	       (ctx->args[i])
-
-TP_ENTER(read)
-int enter_read(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_READ, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), 0);
-}
-
-TP_ENTER(write)
-int enter_write(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_WRITE, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), 0);
-}
-
-TP_ENTER(readv)
-int enter_readv(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_READV, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), 0);
-}
-
-TP_ENTER(writev)
-int enter_writev(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_WRITEV, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), 0);
-}
-
-TP_ENTER(sendto)
-int enter_sendto(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_SENDTO, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), ARG(4));
-}
-
-TP_ENTER(recvfrom)
-int enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
-{
-	if (ARG(3) & R_MSG_PEEK) /* peeked bytes are read again later */
-		return 0;
-	return data_enter(REEL_SYS_RECVFROM, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), ARG(4));
-}
-
-TP_ENTER(sendmsg)
-int enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_SENDMSG, REEL_DIR_EGRESS, ARG(0), ARG(1), 0, 0);
-}
-
-TP_ENTER(recvmsg)
-int enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
-{
-	if (ARG(2) & R_MSG_PEEK)
-		return 0;
-	return data_enter(REEL_SYS_RECVMSG, REEL_DIR_INGRESS, ARG(0), ARG(1), 0, 0);
-}
-
-TP_ENTER(sendmmsg)
-int enter_sendmmsg(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_SENDMMSG, REEL_DIR_EGRESS, ARG(0), ARG(1), ARG(2), 0);
-}
-
-TP_ENTER(recvmmsg)
-int enter_recvmmsg(struct trace_event_raw_sys_enter *ctx)
-{
-	if (ARG(3) & R_MSG_PEEK)
-		return 0;
-	return data_enter(REEL_SYS_RECVMMSG, REEL_DIR_INGRESS, ARG(0), ARG(1), ARG(2), 0);
-}
-
-TP_ENTER(sendfile64)
-int enter_sendfile(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(REEL_SYS_SENDFILE, REEL_DIR_EGRESS, ARG(0), 0, 0, 0);
-}
-
-TP_ENTER(splice)
-int enter_splice(struct trace_event_raw_sys_enter *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct sock_info si;
-
-	if (!in_scope(id >> 32))
-		return 0;
-	/* socket -> pipe is ingress, pipe -> socket egress */
-	if (!sock_lookup(ARG(0), &si))
-		return data_enter(REEL_SYS_SPLICE, REEL_DIR_INGRESS, ARG(0), 0, 0, 0);
-	return data_enter(REEL_SYS_SPLICE, REEL_DIR_EGRESS, ARG(2), 0, 0, 0);
-}
+#define TP_EXIT(name) SEC("tracepoint/syscalls/sys_exit_" #name)
 
 #define DATA_EXIT(name, sys)                                                                       \
 	TP_EXIT(name)                                                                              \
@@ -929,19 +770,6 @@ int exit_recvmmsg(struct trace_event_raw_sys_exit *ctx)
 /* ------------------------------------------------------------------ */
 /* connect, accept, close                                              */
 
-static __always_inline int sock_call_enter(__u16 sys, int fd)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct call_args a = {};
-
-	if (!in_scope(id >> 32))
-		return 0;
-	a.fd = fd;
-	a.sys = sys;
-	call_save(&a);
-	return 0;
-}
-
 /* connect() returned 0 or -EINPROGRESS on a.fd, or accept returned fd `ret`. */
 static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 {
@@ -951,16 +779,14 @@ static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 	__u8 role;
 	int fd;
 
-	if (call_args_for_exit(&a, sys))
+	if (sys == REEL_SYS_CONNECT ? ret != 0 && ret != -R_EINPROGRESS : ret < 0)
+		return 0;
+	if (call_args(&a, sys))
 		return 0;
 	if (a.sys == REEL_SYS_CONNECT) {
-		if (ret != 0 && ret != -R_EINPROGRESS)
-			return 0;
 		fd = a.fd;
 		role = REEL_ROLE_CLIENT;
 	} else {
-		if (ret < 0)
-			return 0;
 		fd = ret;
 		role = REEL_ROLE_SERVER;
 		ret = 0;
@@ -971,22 +797,10 @@ static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 	return 0;
 }
 
-TP_ENTER(connect)
-int enter_connect(struct trace_event_raw_sys_enter *ctx)
-{
-	return sock_call_enter(REEL_SYS_CONNECT, ARG(0));
-}
-
 TP_EXIT(connect)
 int exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
 	return sock_call_exit(ctx, ctx->ret, REEL_SYS_CONNECT);
-}
-
-TP_ENTER(accept)
-int enter_accept(struct trace_event_raw_sys_enter *ctx)
-{
-	return sock_call_enter(REEL_SYS_ACCEPT, ARG(0));
 }
 
 TP_EXIT(accept)
@@ -995,30 +809,32 @@ int exit_accept(struct trace_event_raw_sys_exit *ctx)
 	return sock_call_exit(ctx, ctx->ret, REEL_SYS_ACCEPT);
 }
 
-TP_ENTER(accept4)
-int enter_accept4(struct trace_event_raw_sys_enter *ctx)
-{
-	return sock_call_enter(REEL_SYS_ACCEPT4, ARG(0));
-}
-
 TP_EXIT(accept4)
 int exit_accept4(struct trace_event_raw_sys_exit *ctx)
 {
 	return sock_call_exit(ctx, ctx->ret, REEL_SYS_ACCEPT4);
 }
 
-TP_ENTER(close)
-int enter_close(struct trace_event_raw_sys_enter *ctx)
+/* At exit, so that no sys_enter program is attached at all (an attached one
+ * costs every syscall of every process a perf trace-buffer round). The fd is
+ * free by now: when another thread got the same number meanwhile, leave the
+ * entry, whose stale generation its next conn_get closes. */
+TP_EXIT(close)
+int exit_close(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	int fd = ARG(0);
-	__u64 key = (id & 0xffffffff00000000ULL) | (__u32)fd;
+	struct pt_regs *regs;
 	struct conn_state *c;
+	__u64 key;
+	int fd;
 
-	if ((id >> 32) == self_tgid)
+	if ((id >> 32) == self_tgid || ctx->ret == -R_EBADF)
 		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	fd = PT_REGS_PARM1_SYSCALL(regs);
+	key = (id & 0xffffffff00000000ULL) | (__u32)fd;
 	c = bpf_map_lookup_elem(&conns, &key);
-	if (!c)
+	if (!c || fd_file(fd))
 		return 0;
 	emit_close(ctx, id >> 32, fd, c);
 	bpf_map_delete_elem(&conns, &key);
