@@ -66,6 +66,18 @@ struct conn {
 	/* "ip:port" of each end for the text and JSON lines, made once */
 	char epstr[2][64];
 	bool epstr_ok;
+	/* Texts made once per connection for the hot sinks; valid while
+	 * texts_gen (bumped when comm or an endpoint changes) and the other
+	 * inputs named are unchanged. */
+	uint32_t texts_gen;
+	uint32_t jfrag_gen; /* 0 = none */
+	int jfrag_role;
+	uint16_t jfrag_len;
+	char jfrag[320];       /* ,"pid":..,"fd":..,"ino":..,"comm":..,"client":..,"server":.. */
+	uint32_t pnote_gen[2]; /* per direction, 0 = none */
+	uint32_t pnote_tid[2], pnote_flags[2];
+	uint16_t pnote_syscall[2], pnote_len[2];
+	char pnote[2][96]; /* comm pid P tid T fd F syscall [tls] */
 
 	/* filters */
 	bool skipped; /* data dropped by --from: positions advanced silently */

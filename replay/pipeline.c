@@ -696,6 +696,50 @@ static bool dgram_seen(struct reel_pipeline *p, const struct conn *c, int dir,
 	return false;
 }
 
+static void fmt_packet_note(struct reel_sb *sb, const struct conn *c, const struct reasm_chunk *ch)
+{
+	/* per packet: no printf */
+	reel_sb_puts(sb, c->comm[0] ? c->comm : "?");
+	reel_sb_puts(sb, " pid ");
+	reel_sb_u64(sb, c->id.tgid);
+	reel_sb_puts(sb, " tid ");
+	reel_sb_u64(sb, ch->tid);
+	reel_sb_puts(sb, " fd ");
+	reel_sb_i64(sb, c->id.fd);
+	reel_sb_putc(sb, ' ');
+	reel_sb_puts(sb, reel_syscall_name(ch->syscall));
+	if (ch->flags & REEL_DATAF_TLS)
+		reel_sb_puts(sb, " tls");
+}
+
+/* The comment every data packet carries; the same text as long as the
+ * thread, the syscall and the TLS flag are: made once per change. */
+static void put_packet_note(struct reel_sb *sb, struct conn *c, int dir,
+			    const struct reasm_chunk *ch)
+{
+	uint32_t tls = ch->flags & REEL_DATAF_TLS;
+
+	if (!c->pnote_gen[dir] || c->pnote_gen[dir] != c->texts_gen ||
+	    c->pnote_tid[dir] != ch->tid || c->pnote_syscall[dir] != ch->syscall ||
+	    c->pnote_flags[dir] != tls) {
+		struct reel_sb t;
+
+		reel_sb_init(&t, c->pnote[dir], sizeof(c->pnote[dir]));
+		fmt_packet_note(&t, c, ch);
+		if (t.len >= sizeof(c->pnote[dir])) {
+			c->pnote_gen[dir] = 0;
+			fmt_packet_note(sb, c, ch);
+			return;
+		}
+		c->pnote_len[dir] = (uint16_t)t.len;
+		c->pnote_gen[dir] = c->texts_gen;
+		c->pnote_tid[dir] = ch->tid;
+		c->pnote_syscall[dir] = ch->syscall;
+		c->pnote_flags[dir] = tls;
+	}
+	reel_sb_put(sb, c->pnote[dir], c->pnote_len[dir]);
+}
+
 static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 		       const struct reasm_chunk *ch)
 {
@@ -712,20 +756,9 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	mss = reel_pkt_mss(c->fl->ep[0].v6, stream_like(c) ? 6 : 17);
 	reel_sb_init(&sb, note, sizeof(note));
 	take_notes(c->fl, dir, &sb);
-	/* per packet: no printf */
 	if (sb.len)
 		reel_sb_puts(&sb, "; ");
-	reel_sb_puts(&sb, c->comm[0] ? c->comm : "?");
-	reel_sb_puts(&sb, " pid ");
-	reel_sb_u64(&sb, c->id.tgid);
-	reel_sb_puts(&sb, " tid ");
-	reel_sb_u64(&sb, ch->tid);
-	reel_sb_puts(&sb, " fd ");
-	reel_sb_i64(&sb, c->id.fd);
-	reel_sb_putc(&sb, ' ');
-	reel_sb_puts(&sb, reel_syscall_name(ch->syscall));
-	if (ch->flags & REEL_DATAF_TLS)
-		reel_sb_puts(&sb, " tls");
+	put_packet_note(&sb, c, dir, ch);
 	for (uint32_t off = 0; off < ch->cap;) {
 		uint32_t n = ch->cap - off < mss ? ch->cap - off : mss;
 
@@ -970,6 +1003,39 @@ static void json_timeval(struct reel_sb *sb, uint64_t real)
 		json_timeval(sb, real);                                                            \
 	} while (0)
 
+static void put_txn_conn_fields(struct reel_sb *sb, const struct conn *c, int client)
+{
+	json_u64(sb, "pid", c->id.tgid);
+	json_i64(sb, "fd", c->id.fd);
+	json_u64(sb, "ino", c->id.ino);
+	json_str(sb, "comm", c->comm);
+	json_ep(sb, "client", c, client);
+	json_ep(sb, "server", c, !client);
+}
+
+/* The fields of a txn line that are the connection's: made once. */
+static void txn_conn_fields(struct reel_sb *sb, const struct conn *cc, int client)
+{
+	struct conn *c = (struct conn *)cc; /* the cache is not part of its value */
+
+	if (!c->jfrag_gen || c->jfrag_gen != c->texts_gen || !c->epstr_ok ||
+	    c->jfrag_role != c->role) {
+		struct reel_sb t;
+
+		reel_sb_init(&t, c->jfrag, sizeof(c->jfrag));
+		put_txn_conn_fields(&t, c, client);
+		if (t.len >= sizeof(c->jfrag) || !c->epstr_ok) {
+			c->jfrag_gen = 0;
+			put_txn_conn_fields(sb, c, client);
+			return;
+		}
+		c->jfrag_len = (uint16_t)t.len;
+		c->jfrag_gen = c->texts_gen;
+		c->jfrag_role = c->role;
+	}
+	reel_sb_put(sb, c->jfrag, c->jfrag_len);
+}
+
 static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
 			 struct reel_sb *sb)
 {
@@ -982,12 +1048,7 @@ static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const st
 	reel_sb_putc(sb, '"');
 	json_u64(sb, "conn", c->serial);
 	json_time(sb, "ts", real_ns(p, c->file_idx, ts));
-	json_u64(sb, "pid", c->id.tgid);
-	json_i64(sb, "fd", c->id.fd);
-	json_u64(sb, "ino", c->id.ino);
-	json_str(sb, "comm", c->comm);
-	json_ep(sb, "client", c, client);
-	json_ep(sb, "server", c, !client);
+	txn_conn_fields(sb, c, client);
 	json_str(sb, "method", t->method);
 	json_str(sb, "target", t->target);
 	json_i64(sb, "status", t->status);
@@ -1384,6 +1445,7 @@ static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 	c->p = p;
 	c->file_idx = file_idx;
 	c->open_ts = ts;
+	c->texts_gen = 1;
 	pi = proc_find(&p->ct, host, id->tgid);
 	if (pi) {
 		memcpy(c->comm, pi->comm, sizeof(c->comm));
@@ -1408,6 +1470,7 @@ static void on_conn_open(struct reel_pipeline *p, const struct reel_event *ev)
 	c->open_syscall = o->syscall;
 	c->have_tuple = is_ip(&o->local);
 	c->epstr_ok = false;
+	c->texts_gen++;
 	c->last_tid = o->hdr.tid;
 	if (o->role == REEL_ROLE_CLIENT || o->role == REEL_ROLE_SERVER) {
 		c->role = o->role;
@@ -1437,6 +1500,7 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	    c->have_tuple) {
 		c->remote = d->peer;
 		c->epstr_ok = false;
+		c->texts_gen++;
 	}
 	if (!c->comm[0]) {
 		struct proc_info *pi = proc_find(&p->ct, c->host, c->id.tgid);
@@ -1444,6 +1508,7 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 		if (pi) {
 			memcpy(c->comm, pi->comm, sizeof(c->comm));
 			memcpy(c->exe, pi->exe, sizeof(c->exe));
+			c->texts_gen++;
 		}
 	}
 	p->st.payload_bytes += d->cap_len;
