@@ -117,8 +117,15 @@ struct reel_pipeline {
 
 	char *line;
 	size_t line_cap;
+	/* txn JSON lines are formatted straight into this buffer and handed to
+	 * the FILE 1 MiB at a time (when the JSON sink has a FILE of its own) */
+	char *jbuf;
+	size_t jlen;
 	int err;
 };
+
+#define JBUF_FLUSH (1u << 20)
+#define JBUF_LINE  (64u << 10) /* room kept for one line */
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */
@@ -127,6 +134,17 @@ static void sink_err(struct reel_pipeline *p, FILE *f)
 {
 	if (f && ferror(f) && !p->err)
 		p->err = errno ? -errno : -EIO;
+}
+
+/* Hands the staged JSON lines to the FILE: before anything else is written
+ * to it, and when the buffer is full. */
+static void json_flush(struct reel_pipeline *p)
+{
+	if (p->jlen) {
+		fwrite(p->jbuf, 1, p->jlen, p->o.json);
+		p->jlen = 0;
+		sink_err(p, p->o.json);
+	}
 }
 
 static struct file_info *file_get(struct reel_pipeline *p, uint32_t idx)
@@ -1143,6 +1161,20 @@ static void on_txn(void *ctx, const struct reel_txn *t)
 		server_ep(c, ep, sizeof(ep));
 		reel_summary_txn(p->sum, t, ep);
 	}
+	if (p->o.json && p->jbuf) {
+		size_t room = JBUF_FLUSH + JBUF_LINE - p->jlen;
+
+		reel_sb_init(&sb, p->jbuf + p->jlen, room);
+		fmt_txn_json(p, c, t, &sb);
+		if (sb.len + 1 < room) {
+			p->jbuf[p->jlen + sb.len] = '\n';
+			p->jlen += sb.len + 1;
+			if (p->jlen >= JBUF_FLUSH)
+				json_flush(p);
+			goto print;
+		}
+		json_flush(p); /* a line longer than the room kept: as below */
+	}
 	if (p->o.json) {
 		FORMAT_LINE(p, sb, fmt_txn_json(p, c, t, &sb));
 		if (sb.len < p->line_cap) { /* the NUL's place takes the newline */
@@ -1154,6 +1186,7 @@ static void on_txn(void *ctx, const struct reel_txn *t)
 		}
 		sink_err(p, p->o.json);
 	}
+print:
 	if (p->o.print) {
 		FORMAT_LINE(p, sb, fmt_txn_text(p, c, t, &sb));
 		fputs(p->line, p->o.print);
@@ -1400,6 +1433,7 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 					  c->rs[0].hole_bytes + c->rs[1].hole_bytes);
 		}
 		if (p->o.json) {
+			json_flush(p);
 			FORMAT_LINE(p, sb, fmt_conn_json(p, c, ts, end, &sb));
 			fputs(p->line, p->o.json);
 			fputc('\n', p->o.json);
@@ -1772,6 +1806,7 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		p->tot.lost_records++;
 		add_loss(p, &ev, false);
 		if (p->o.json) {
+			json_flush(p);
 			fprintf(p->o.json,
 				"{\"type\":\"lost\",\"file\":%u,\"cpu\":%u,\"samples\":%" PRIu64
 				"}\n",
@@ -1785,6 +1820,7 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		p->tot.drop_records++;
 		add_loss(p, &ev, true);
 		if (p->o.json) {
+			json_flush(p);
 			fprintf(p->o.json,
 				"{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,\"records\":%" PRIu64
 				",\"bytes\":%" PRIu64 ",\"reason\":\"%s\"}\n",
@@ -1907,6 +1943,10 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 		goto fail;
 	p->line_cap = 4096 + p->o.preview * 4;
 	p->line = malloc(p->line_cap);
+	/* staged JSON only when no other sink shares its FILE (order of lines) */
+	if (p->o.json && p->o.json != p->o.print && p->o.json != p->o.summary &&
+	    p->o.json != p->o.hints)
+		p->jbuf = malloc(JBUF_FLUSH + JBUF_LINE);
 	p->pkt = malloc(REEL_PCAPNG_MAX_PKT);
 	if (!p->line || !p->pkt)
 		goto fail;
@@ -2013,8 +2053,10 @@ int reel_pipeline__tick(struct reel_pipeline *p, uint64_t now_mono_ns)
 	}
 	if (p->o.print)
 		fflush(p->o.print);
-	if (p->o.json)
+	if (p->o.json) {
+		json_flush(p);
 		fflush(p->o.json);
+	}
 	return p->err;
 }
 
@@ -2024,6 +2066,7 @@ void reel_pipeline__note_damage(struct reel_pipeline *p, uint32_t file_idx, cons
 
 	p->tot.damaged_blocks++;
 	if (p->o.json) {
+		json_flush(p);
 		FORMAT_LINE(p, sb, {
 			reel_sb_printf(&sb, "{\"type\":\"damage\",\"file\":%u,\"msg\":\"",
 				       file_idx);
@@ -2104,6 +2147,8 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->err = err;
 	if (p->o.print && fflush(p->o.print) && !p->err)
 		p->err = -errno;
+	if (p->o.json)
+		json_flush(p);
 	if (p->o.json && fflush(p->o.json) && !p->err)
 		p->err = -errno;
 	if (p->o.summary && fflush(p->o.summary) && !p->err)
@@ -2145,6 +2190,9 @@ void reel_pipeline__free(struct reel_pipeline *p)
 	}
 	if (p->ct.buckets)
 		conn_table_free(&p->ct);
+	if (p->o.json)
+		json_flush(p);
+	free(p->jbuf);
 	reel_reorder_free(&p->ro);
 	reel_pcapng__close(p->png);
 	reel_pcapw__close(p->pcw);
