@@ -213,7 +213,7 @@ pair() {
 		grep -q "capturing to" "$W/b_reel.log" && break
 		sleep 0.05
 	done
-	sleep 2 # as for perf below
+	sleep 3 # as for perf below
 	local rp t0 t1 pp
 	rp=$(child "$TRACER_PID")
 	t0=$(ticks "$rp")
@@ -228,15 +228,15 @@ pair() {
 		awk '{v=$1; if ($2=="kB") v/=1000; else if ($2=="GB") v*=1000; else if ($2=="B") v/=1e6; printf "%.3f", v}')
 	reel_events=$(sed -n 's/.*final: [0-9.]*s: \([0-9]*\) events.*/\1/p' "$W/b_reel.log")
 
-	# perf record: started disabled, enabled through its control fifo (so
-	# the load runs only once every event is open), its own writes filtered
-	# out (a tracer tracing its own output file feeds back on itself)
-	rm -f "$W/perf.data" "$W/perf.ctl" "$W/perf.ack"
-	mkfifo "$W/perf.ctl" "$W/perf.ack"
+	# perf record on the same tracepoints with rings as large as reelcap's
+	# default (512 pages), its own writes filtered out (a tracer tracing its
+	# own output file feeds back on itself); its "enable" control command is
+	# acknowledged before every event fires on a busy host, so it starts
+	# enabled and gets the same settling pause as reelcap
+	rm -f "$W/perf.data"
 	{
 		# $$ in the script is its shell's pid, which exec makes perf's
-		printf 'exec perf record -z -a -D -1 --control=fifo:%s,%s -o %s' \
-			"$W/perf.ctl" "$W/perf.ack" "$W/perf.data"
+		printf 'exec perf record -z -a -m 512 -o %s' "$W/perf.data"
 		for t in ${tps//,/ }; do
 			printf ' -e %s --filter "common_pid != $$"' "$t"
 		done
@@ -244,12 +244,7 @@ pair() {
 	} >"$W/perf.sh"
 	$CPUTIME "$W/b_perf.cpu" sh "$W/perf.sh" 2>"$W/b_perf.log" &
 	TRACER_PID=$!
-	exec 7>"$W/perf.ctl" 8<"$W/perf.ack"
-	echo enable >&7
-	read -r -t 30 _ <&8 || echo "bench_capture: perf did not acknowledge 'enable'" >&2
-	# perf acknowledges before every event is enabled on a busy host (the
-	# first second of a load can be missing): let it settle
-	sleep 2
+	sleep 3
 	pp=$(child "$TRACER_PID")
 	t0=$(ticks "$pp")
 	perf_load=$("$@")
@@ -257,11 +252,12 @@ pair() {
 	t1=$(ticks "$pp")
 	local perf_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
 	stop_tracer
-	exec 7>&- 8<&-
 	perf_cpu=$(cat "$W/b_perf.cpu")
 	perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1)
 	perf_lost=$(grep -io "lost [0-9]* chunks\|[0-9]* lost" "$W/b_perf.log" | head -n 3 | tr '\n' ' ')
-	perf_events=$(perf report -i "$W/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+	perf report -i "$W/perf.data" --stats >"$W/perf.stats" 2>/dev/null
+	perf_events=$(awk '/SAMPLE events:/ {print $3; exit}' "$W/perf.stats")
+	perf_lost="$perf_lost$(awk '/LOST.* events:/ {printf "%s %s ", $1, $3}' "$W/perf.stats")"
 
 	B_RATIO[$name]=$(awk -v c="$reel_cpu" -v m="$reel_mb" -v pc="$perf_cpu" -v pm="${perf_mb:-0}" \
 		'BEGIN {if (m > 0 && pm > 0 && pc > 0) printf "%.3f", (c/m)/(pc/pm); else print "nan"}')
