@@ -89,12 +89,14 @@ static void opt_end(struct optbuf *o)
 	}
 }
 
-static void flush(struct reel_pcapng *w)
+/* Writes the buffer; with `whole`, only whole MiBs (the rest moves to the
+ * front), so every write is 1 MiB at a 1 MiB-aligned file offset: the page
+ * cache then takes it in large folios, several times cheaper per byte. */
+static void flush_part(struct reel_pcapng *w, bool whole)
 {
 	const uint8_t *p = w->buf;
-	size_t n = w->len;
+	size_t n = whole ? w->len / OUT_BUF * OUT_BUF : w->len, rest = w->len - n;
 
-	w->len = 0;
 	while (n && !w->err) {
 		ssize_t k = write(w->fd, p, n);
 
@@ -111,6 +113,14 @@ static void flush(struct reel_pcapng *w)
 		p += k;
 		n -= (size_t)k;
 	}
+	if (rest && !w->err)
+		memmove(w->buf, w->buf + (w->len - rest), rest);
+	w->len = w->err ? 0 : rest;
+}
+
+static void flush(struct reel_pcapng *w)
+{
+	flush_part(w, false);
 }
 
 static int put(struct reel_pcapng *w, const void *p, size_t n)
@@ -177,24 +187,14 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 	opt_str(&o, 3, "synthesized from socket syscalls by reelplay");
 	opt_add(&o, 9, &tsresol, 1);
 	opt_end(&o);
-	block(w, 1, &idb, sizeof(idb), NULL, 0, &o);
-	flush(w);
-	if (w->err) {
-		int e = -w->err;
-
-		close(w->fd);
-		free(w->buf);
-		free(w);
-		errno = e;
-		return NULL;
-	}
+	block(w, 1, &idb, sizeof(idb), NULL, 0, &o); /* written with the first MiB */
 	return w;
 }
 
 uint8_t *reel_pcapng__reserve(struct reel_pcapng *w)
 {
 	if (w->len >= FLUSH_AT)
-		flush(w);
+		flush_part(w, true);
 	return w->buf + w->len + EPB_HDR;
 }
 
