@@ -12,6 +12,7 @@
 #include <pcap/pcap.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "event.h"
@@ -121,6 +122,7 @@ struct reel_pipeline {
 	 * the FILE 1 MiB at a time (when the JSON sink has a FILE of its own) */
 	char *jbuf;
 	size_t jlen;
+	int jfd;
 	int err;
 };
 
@@ -136,15 +138,70 @@ static void sink_err(struct reel_pipeline *p, FILE *f)
 		p->err = errno ? -errno : -EIO;
 }
 
-/* Hands the staged JSON lines to the FILE: before anything else is written
- * to it, and when the buffer is full. */
-static void json_flush(struct reel_pipeline *p)
+/* Writes staged JSON: the whole MiBs (so every write is 1 MiB at a 1 MiB
+ * aligned offset, which the page cache takes in large folios) or, with
+ * `all`, everything. Straight to the FILE's fd after flushing what stdio
+ * holds (no copy into its buffer); through fwrite if it has no fd. */
+static void json_flush_part(struct reel_pipeline *p, bool all)
 {
-	if (p->jlen) {
-		fwrite(p->jbuf, 1, p->jlen, p->o.json);
-		p->jlen = 0;
+	size_t n = all ? p->jlen : p->jlen / JBUF_FLUSH * JBUF_FLUSH, rest = p->jlen - n;
+	const char *q = p->jbuf;
+	size_t left = n;
+
+	if (!n)
+		return;
+	if (p->jfd >= 0 && !fflush(p->o.json)) {
+		while (left) {
+			ssize_t k = write(p->jfd, q, left);
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				if (!p->err)
+					p->err = k < 0 ? -errno : -EIO;
+				break;
+			}
+			q += k;
+			left -= (size_t)k;
+		}
+	} else {
+		fwrite(p->jbuf, 1, n, p->o.json);
 		sink_err(p, p->o.json);
 	}
+	if (rest)
+		memmove(p->jbuf, p->jbuf + n, rest);
+	p->jlen = rest;
+}
+
+static void json_flush(struct reel_pipeline *p)
+{
+	json_flush_part(p, true);
+}
+
+/* One JSON line (s has no newline): staged, or straight to the FILE. */
+static void json_line(struct reel_pipeline *p, const char *s, size_t n)
+{
+	if (p->jbuf && n + 1 <= JBUF_LINE) {
+		if (p->jlen + n + 1 > JBUF_FLUSH + JBUF_LINE)
+			json_flush_part(p, false);
+		memcpy(p->jbuf + p->jlen, s, n);
+		p->jbuf[p->jlen + n] = '\n';
+		p->jlen += n + 1;
+		if (p->jlen >= JBUF_FLUSH)
+			json_flush_part(p, false);
+		return;
+	}
+	if (p->jbuf)
+		json_flush(p);
+	fwrite(s, 1, n, p->o.json);
+	fputc('\n', p->o.json);
+	sink_err(p, p->o.json);
+}
+
+/* The line FORMAT_LINE made (cut if memory ran out). */
+static void json_line_sb(struct reel_pipeline *p, const struct reel_sb *sb)
+{
+	json_line(p, p->line, sb->len < p->line_cap ? sb->len : strlen(p->line));
 }
 
 static struct file_info *file_get(struct reel_pipeline *p, uint32_t idx)
@@ -1170,21 +1227,14 @@ static void on_txn(void *ctx, const struct reel_txn *t)
 			p->jbuf[p->jlen + sb.len] = '\n';
 			p->jlen += sb.len + 1;
 			if (p->jlen >= JBUF_FLUSH)
-				json_flush(p);
+				json_flush_part(p, false);
 			goto print;
 		}
-		json_flush(p); /* a line longer than the room kept: as below */
+		/* a line longer than the room kept: as below */
 	}
 	if (p->o.json) {
 		FORMAT_LINE(p, sb, fmt_txn_json(p, c, t, &sb));
-		if (sb.len < p->line_cap) { /* the NUL's place takes the newline */
-			p->line[sb.len] = '\n';
-			fwrite(p->line, 1, sb.len + 1, p->o.json);
-		} else { /* out of memory: cut */
-			fputs(p->line, p->o.json);
-			fputc('\n', p->o.json);
-		}
-		sink_err(p, p->o.json);
+		json_line_sb(p, &sb);
 	}
 print:
 	if (p->o.print) {
@@ -1433,11 +1483,8 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 					  c->rs[0].hole_bytes + c->rs[1].hole_bytes);
 		}
 		if (p->o.json) {
-			json_flush(p);
 			FORMAT_LINE(p, sb, fmt_conn_json(p, c, ts, end, &sb));
-			fputs(p->line, p->o.json);
-			fputc('\n', p->o.json);
-			sink_err(p, p->o.json);
+			json_line_sb(p, &sb);
 		}
 	}
 	flow_leave(p, c, ts, end);
@@ -1806,12 +1853,14 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		p->tot.lost_records++;
 		add_loss(p, &ev, false);
 		if (p->o.json) {
-			json_flush(p);
-			fprintf(p->o.json,
-				"{\"type\":\"lost\",\"file\":%u,\"cpu\":%u,\"samples\":%" PRIu64
-				"}\n",
-				ev.file_idx, ev.cpu, ev.lost.lost);
-			sink_err(p, p->o.json);
+			struct reel_sb sb;
+
+			FORMAT_LINE(p, sb,
+				    reel_sb_printf(&sb,
+						   "{\"type\":\"lost\",\"file\":%u,\"cpu\":%u,"
+						   "\"samples\":%" PRIu64 "}",
+						   ev.file_idx, ev.cpu, ev.lost.lost));
+			json_line_sb(p, &sb);
 		}
 		break;
 	case REEL_EVENT_DROP:
@@ -1820,13 +1869,18 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		p->tot.drop_records++;
 		add_loss(p, &ev, true);
 		if (p->o.json) {
-			json_flush(p);
-			fprintf(p->o.json,
-				"{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,\"records\":%" PRIu64
-				",\"bytes\":%" PRIu64 ",\"reason\":\"%s\"}\n",
-				ev.file_idx, ev.cpu == REEL_CPU_NONE ? -1 : (int)ev.cpu,
-				ev.drop.records, ev.drop.bytes, drop_reason(ev.drop.reason));
-			sink_err(p, p->o.json);
+			struct reel_sb sb;
+
+			FORMAT_LINE(p, sb,
+				    reel_sb_printf(&sb,
+						   "{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,"
+						   "\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
+						   ",\"reason\":\"%s\"}",
+						   ev.file_idx,
+						   ev.cpu == REEL_CPU_NONE ? -1 : (int)ev.cpu,
+						   ev.drop.records, ev.drop.bytes,
+						   drop_reason(ev.drop.reason)));
+			json_line_sb(p, &sb);
 		}
 		break;
 	default:
@@ -1947,6 +2001,7 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 	if (p->o.json && p->o.json != p->o.print && p->o.json != p->o.summary &&
 	    p->o.json != p->o.hints)
 		p->jbuf = malloc(JBUF_FLUSH + JBUF_LINE);
+	p->jfd = p->jbuf ? fileno(p->o.json) : -1;
 	p->pkt = malloc(REEL_PCAPNG_MAX_PKT);
 	if (!p->line || !p->pkt)
 		goto fail;
@@ -2066,15 +2121,13 @@ void reel_pipeline__note_damage(struct reel_pipeline *p, uint32_t file_idx, cons
 
 	p->tot.damaged_blocks++;
 	if (p->o.json) {
-		json_flush(p);
 		FORMAT_LINE(p, sb, {
 			reel_sb_printf(&sb, "{\"type\":\"damage\",\"file\":%u,\"msg\":\"",
 				       file_idx);
 			reel_sb_json_str(&sb, msg ? msg : "", msg ? strlen(msg) : 0);
 			reel_sb_puts(&sb, "\"}");
 		});
-		fputs(p->line, p->o.json);
-		fputc('\n', p->o.json);
+		json_line_sb(p, &sb);
 		sink_err(p, p->o.json);
 	}
 	if (p->o.print) {
