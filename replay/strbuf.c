@@ -40,6 +40,33 @@ void reel_sb_u64(struct reel_sb *sb, uint64_t v)
 	char tmp[24];
 	int i = sizeof(tmp);
 
+	if (sb->len + 21 < sb->cap) {
+		/* room for any value: digits straight into the buffer */
+		uint64_t t = v;
+		unsigned nd = 1;
+		char *e;
+
+		while (t >= 10) {
+			t /= 10;
+			nd++;
+		}
+		e = sb->buf + sb->len + nd;
+		*e = '\0';
+		sb->len += nd;
+		while (v >= 100) {
+			unsigned d = (unsigned)(v % 100);
+
+			v /= 100;
+			e -= 2;
+			memcpy(e, digits2 + 2 * d, 2);
+		}
+		if (v >= 10)
+			memcpy(e - 2, digits2 + 2 * v, 2);
+		else
+			e[-1] = (char)('0' + v);
+		return;
+	}
+
 	while (v >= 100) {
 		unsigned d = (unsigned)(v % 100);
 

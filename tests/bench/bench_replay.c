@@ -53,7 +53,7 @@ static double now(void)
 
 struct gen {
 	struct reel_writer *w;
-	uint64_t ts, records, bytes, txns;
+	uint64_t ts, records, bytes, txns, payload;
 };
 
 static void emit(struct gen *g, uint32_t cpu, const void *ev, uint32_t len)
@@ -128,6 +128,7 @@ static void data(struct gen *g, struct bconn *c, int dir, const char *p, uint32_
 	memcpy(buf, &d, sizeof(d));
 	memcpy(buf + sizeof(d), p, n);
 	c->pos[dir] += n;
+	g->payload += n;
 	emit(g, c->cpu, buf, (uint32_t)sizeof(d) + n);
 }
 
@@ -276,9 +277,9 @@ int main(int argc, char **argv)
 	uint32_t reqs = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 50;
 	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 	const char *reelplay = REEL_BINARY_DIR "/replay/reelplay";
-	char a[256], b[256], png[256], cmd[1024];
+	char a[256], b[256], png[256], js[256], cmd[1024];
 	struct gen ga, gb;
-	struct runres sum, wr, ts, big;
+	struct runres sum, wr, ts, big, bigwr;
 	bool tshark = system("command -v tshark >/dev/null 2>&1") == 0;
 
 	if (argc > 3)
@@ -288,6 +289,7 @@ int main(int argc, char **argv)
 	snprintf(a, sizeof(a), "%s/bench_replay.%d.a.reel", dir, (int)getpid());
 	snprintf(b, sizeof(b), "%s/bench_replay.%d.b.reel", dir, (int)getpid());
 	snprintf(png, sizeof(png), "%s/bench_replay.%d.pcapng", dir, (int)getpid());
+	snprintf(js, sizeof(js), "%s/bench_replay.%d.jsonl", dir, (int)getpid());
 	if (generate(a, nconns, reqs, &ga) || generate(b, nconns * 10, reqs, &gb)) {
 		fprintf(stderr, "bench_replay: cannot write inputs in %s\n", dir);
 		return 1;
@@ -300,27 +302,41 @@ int main(int argc, char **argv)
 
 	snprintf(cmd, sizeof(cmd), "%s %s --summary >/dev/null", reelplay, a);
 	sum = run(cmd);
-	snprintf(cmd, sizeof(cmd), "%s %s -w %s -q --json /dev/null >/dev/null", reelplay, a, png);
+	/* the target: pcapng plus JSON lines, both to files (the 10x run, for
+	 * its memory, writes them to /dev/null: gigabytes otherwise) */
+	snprintf(cmd, sizeof(cmd), "%s %s -w /dev/null -q --json /dev/null >/dev/null", reelplay,
+		 b);
+	bigwr = run(cmd);
+	snprintf(cmd, sizeof(cmd), "%s %s -w %s -q --json %s >/dev/null", reelplay, a, png, js);
 	wr = run(cmd);
 	snprintf(cmd, sizeof(cmd), "%s %s --summary >/dev/null", reelplay, b);
 	big = run(cmd);
-	if (sum.status || wr.status || big.status) {
-		fprintf(stderr, "bench_replay: reelplay failed (%d %d %d)\n", sum.status, wr.status,
-			big.status);
+	if (sum.status || wr.status || big.status || bigwr.status) {
+		fprintf(stderr, "bench_replay: reelplay failed (%d %d %d %d)\n", sum.status,
+			wr.status, big.status, bigwr.status);
 		return 1;
 	}
 	printf("reelplay --summary:             %7.3f s  %9.0f txn/s  %6.1f MiB/s  peak RSS %ld "
 	       "KiB (anonymous %ld KiB)\n",
 	       sum.secs, (double)ga.txns / sum.secs, (double)ga.bytes / 1048576.0 / sum.secs,
 	       sum.maxrss_kb, sum.anon_kb);
-	printf("reelplay -w pcapng --json:      %7.3f s  %9.0f txn/s  (pcapng %.1f MiB)\n", wr.secs,
-	       (double)ga.txns / wr.secs, (double)fsize(png) / 1048576.0);
+	printf("reelplay -w pcapng --json:      %7.3f s  %9.0f txn/s  payload %.1f MB: %6.1f MB/s "
+	       "wall, %6.1f MB/s CPU (pcapng %.1f MiB, JSON %.1f MiB)  peak RSS anonymous %ld "
+	       "KiB\n",
+	       wr.secs, (double)ga.txns / wr.secs, (double)ga.payload / 1e6,
+	       (double)ga.payload / 1e6 / wr.secs, (double)ga.payload / 1e6 / wr.cpu,
+	       (double)fsize(png) / 1048576.0, (double)fsize(js) / 1048576.0, wr.anon_kb);
+	printf("reelplay -w --json, 10x (to /dev/null): %7.3f s  payload %.1f MB: %6.1f MB/s CPU  "
+	       "peak RSS anonymous %ld KiB (%.2fx the 1x run)\n",
+	       bigwr.secs, (double)gb.payload / 1e6, (double)gb.payload / 1e6 / bigwr.cpu,
+	       bigwr.anon_kb, wr.anon_kb > 0 ? (double)bigwr.anon_kb / (double)wr.anon_kb : 0.0);
 	printf("reelplay --summary, 10x input:  %7.3f s  peak RSS %ld KiB, anonymous %ld KiB "
 	       "(%.2fx the 1x run; the rest is the mapped input file)\n",
 	       big.secs, big.maxrss_kb, big.anon_kb,
 	       sum.anon_kb > 0 ? (double)big.anon_kb / (double)sum.anon_kb : 0.0);
 	if (tshark) {
-		snprintf(cmd, sizeof(cmd), "tshark -r %s -q -z http,tree >/dev/null 2>&1", png);
+		/* port 8080 is one tshark decodes as HTTP by itself: no -d needed */
+		snprintf(cmd, sizeof(cmd), "tshark -n -r %s -q -z http,tree >/dev/null 2>&1", png);
 		ts = run(cmd);
 		printf("tshark -q -z http,tree:         %7.3f s  %9.0f txn/s  peak RSS %ld KiB\n",
 		       ts.secs, (double)ga.txns / ts.secs, ts.maxrss_kb);
@@ -336,5 +352,6 @@ int main(int argc, char **argv)
 	unlink(a);
 	unlink(b);
 	unlink(png);
+	unlink(js);
 	return 0;
 }
