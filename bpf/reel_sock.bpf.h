@@ -53,8 +53,9 @@ static __always_inline struct file *fd_file(int fd)
 	if ((__u32)fd >= fdt->max_fds)
 		return NULL;
 	fda = (__u64)fdt->fd;
-	if (bpf_probe_read_kernel(&f, sizeof(f), (void *)(fda + (__u64)fd * sizeof(f))))
-		return NULL;
+	/* the slot fd[fd] as a direct load: any type whose first member is a
+	 * pointer does (callback_head.next), its value is all that is used */
+	f = (struct file *)RDONLY(struct callback_head, fda + (__u64)fd * sizeof(f))->next;
 	return f;
 }
 
@@ -82,7 +83,7 @@ static __always_inline __u8 sock_classify(__u64 skp, __u8 *family)
 
 /* Resolves fd of the current task to a socket reel captures: 0 with `si`
  * filled, or -1 (not a socket, or a kind reel ignores). Direct BTF loads
- * only, plus one probe read for the fd array slot. */
+ * only. */
 static __always_inline int fd_sock_info(int fd, struct sock_info *si)
 {
 	struct file *fp = fd_file(fd);
