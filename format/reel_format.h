@@ -414,8 +414,10 @@ struct reel_merge_opts {
 	/* Hard bound on records held (default 1,000,000); past it the oldest is
 	 * released even if inside the window. */
 	uint32_t max_held;
-	/* Hard bound on payload bytes held (default 64 MiB), so memory stays flat
-	 * whatever the event rate; past it the oldest is released. */
+	/* Hard bound on bytes held (default 64 MiB), so memory stays flat
+	 * whatever the event rate; past it the oldest is released. Records are
+	 * not copied: the bytes are those of the decoded blocks that held
+	 * records keep alive. */
 	uint64_t max_held_bytes;
 };
 

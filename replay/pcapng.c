@@ -125,6 +125,8 @@ static void flush(struct reel_pcapng *w)
 
 static int put(struct reel_pcapng *w, const void *p, size_t n)
 {
+	if (!n)
+		return w->err;
 	if (w->len + n > OUT_BUF + BLK_CAP)
 		flush(w);
 	memcpy(w->buf + w->len, p, n);
