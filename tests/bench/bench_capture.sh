@@ -123,7 +123,7 @@ start_reelcap() {
 	TRACER_PID=$!
 	TRACER_LOG=$log
 	for _ in $(seq 200); do
-		grep -q "capturing to" "$log" && return 0
+		grep -qs "capturing to" "$log" && return 0
 		kill -0 "$TRACER_PID" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -210,7 +210,7 @@ pair() {
 	$CPUTIME "$W/b_reel.cpu" "$REELCAP" -w "$W/b.reel" 2>"$W/b_reel.log" &
 	TRACER_PID=$!
 	for _ in $(seq 200); do
-		grep -q "capturing to" "$W/b_reel.log" && break
+		grep -qs "capturing to" "$W/b_reel.log" && break
 		sleep 0.05
 	done
 	sleep 3 # as for perf below
