@@ -16,6 +16,10 @@
 # kernel.bpf_stats_enabled) over one more captured round.
 #
 #   tests/bench/bench_capture.sh [ROUND_SECONDS]
+# REEL_BENCH_SCOPE=server captures only nginx (--comm nginx) in a) and d): what a
+# production host tracing its server does (the load generator is elsewhere).
+# The default, all, traces every process, wrk included, so each byte is
+# captured twice (sender and receiver) and wrk pays the tracing cost too.
 # Binaries: $REELCAP, $REELTOOL, $EVGEN, or a build tree: $REEL_BUILD, the tree
 # this script was copied into, or build-bench / build / build-it in the repo.
 set -uo pipefail
@@ -152,6 +156,13 @@ wrk_rps() {
 # --------------------------------------------------------------------
 # a) throughput with full capture on / off
 
+SCOPE=${REEL_BENCH_SCOPE:-all}
+case "$SCOPE" in
+all) SCOPE_ARGS=() ;;
+server) SCOPE_ARGS=(--comm nginx) ;;
+*) echo "bench_capture: REEL_BENCH_SCOPE is all or server" >&2; exit 2 ;;
+esac
+
 declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_DROP TP_CPU TP_MED
 for body in b1k b64k; do
 	offs=() ons=()
@@ -159,7 +170,7 @@ for body in b1k b64k; do
 	for i in $(seq 0 $rounds); do
 		offs+=("$(wrk_rps /$body "$round")")
 		[ "$i" = "$rounds" ] && break
-		start_reelcap "$W/a_$body.reel" || exit 1
+		start_reelcap "$W/a_$body.reel" "${SCOPE_ARGS[@]}" || exit 1
 		ons+=("$(wrk_rps /$body "$round")")
 		stop_tracer
 		cpu=$(awk '/reelcap CPU/ {print $3}' "$W/reelcap.$$.log")
@@ -300,7 +311,7 @@ rm -f "$W/d.pcap" "$W/d.pcap.zst"
 tcpdump -i lo --immediate-mode -s0 -B 262144 -U -w "$W/d.pcap" "tcp port $port" 2>"$W/d_tcpdump.log" &
 TCPDUMP_PID=$!
 sleep 1
-start_reelcap "$W/d.reel" --port "$port" || exit 1
+start_reelcap "$W/d.reel" --port "$port" "${SCOPE_ARGS[@]}" || exit 1
 d_rps=$(wrk_rps /b1k "$round")
 sleep 1.5 # tcpdump drops what is still in the kernel buffer when stopped at once
 stop_tracer
@@ -366,7 +377,7 @@ pass() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
 	ok = (op == ">=") ? v >= t : (op == "<=") ? v <= t : v == t
 	print ok ? "ok" : "MISS" }'; }
 echo
-echo "bench_capture results (reference measured in the same run)"
+echo "bench_capture results (reference measured in the same run; capture scope: $SCOPE)"
 printf '%-52s %12s %10s %6s\n' "figure" "value" "target" ""
 for body in b1k b64k; do
 	st=$(pass "${TP_RATIO[$body]}" ">=" 0.95)
