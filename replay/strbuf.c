@@ -42,14 +42,31 @@ void reel_sb_u64(struct reel_sb *sb, uint64_t v)
 
 	if (sb->len + 21 < sb->cap) {
 		/* room for any value: digits straight into the buffer */
-		uint64_t t = v;
-		unsigned nd = 1;
+		static const uint64_t p10[20] = {1ull,
+						 10ull,
+						 100ull,
+						 1000ull,
+						 10000ull,
+						 100000ull,
+						 1000000ull,
+						 10000000ull,
+						 100000000ull,
+						 1000000000ull,
+						 10000000000ull,
+						 100000000000ull,
+						 1000000000000ull,
+						 10000000000000ull,
+						 100000000000000ull,
+						 1000000000000000ull,
+						 10000000000000000ull,
+						 100000000000000000ull,
+						 1000000000000000000ull,
+						 10000000000000000000ull};
+		/* digits: log10 from the bit length, corrected by one compare */
+		unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+		unsigned nd = t + 1 - ((v | 1) < p10[t]);
 		char *e;
 
-		while (t >= 10) {
-			t /= 10;
-			nd++;
-		}
 		e = sb->buf + sb->len + nd;
 		*e = '\0';
 		sb->len += nd;
