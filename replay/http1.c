@@ -229,12 +229,19 @@ static void finish_detail(struct h1_entry *e)
 {
 	const char *ct = e->resp_ct[0] ? e->resp_ct : e->req_ct;
 
-	if (e->host[0])
-		l7_appendf(e->t.detail, sizeof(e->t.detail), "%shost=%s", e->t.detail[0] ? " " : "",
-			   e->host);
-	if (ct[0])
-		l7_appendf(e->t.detail, sizeof(e->t.detail), "%sctype=%s",
-			   e->t.detail[0] ? " " : "", ct);
+	/* per transaction: plain appends, not a printf */
+	if (e->host[0]) {
+		if (e->t.detail[0])
+			l7_append_text(e->t.detail, sizeof(e->t.detail), " ", 1);
+		l7_append_text(e->t.detail, sizeof(e->t.detail), "host=", 5);
+		l7_append_text(e->t.detail, sizeof(e->t.detail), e->host, strlen(e->host));
+	}
+	if (ct[0]) {
+		if (e->t.detail[0])
+			l7_append_text(e->t.detail, sizeof(e->t.detail), " ", 1);
+		l7_append_text(e->t.detail, sizeof(e->t.detail), "ctype=", 6);
+		l7_append_text(e->t.detail, sizeof(e->t.detail), ct, strlen(ct));
+	}
 }
 
 static void emit_entry(struct h1_conn *c, struct h1_entry *e)
@@ -454,8 +461,13 @@ static size_t find_head_end(struct h1_dir *d, const uint8_t *p, size_t n)
 	size_t i = d->scanned;
 
 	for (; i < lim; i++) {
-		if (p[i] != '\n')
-			continue;
+		const uint8_t *nl = memchr(p + i, '\n', lim - i);
+
+		if (!nl) {
+			i = lim;
+			break;
+		}
+		i = (size_t)(nl - p);
 		if (i + 1 < lim && p[i + 1] == '\n')
 			return i + 2;
 		if (i + 2 < lim && p[i + 1] == '\r' && p[i + 2] == '\n')

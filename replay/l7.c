@@ -291,25 +291,6 @@ void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
 	l7_append_text(dst, dstsz, tmp, (size_t)n);
 }
 
-bool l7_span_ieq(const uint8_t *p, size_t n, const char *s)
-{
-	size_t l = strlen(s);
-
-	if (n < l)
-		return false;
-	for (size_t i = 0; i < l; i++) {
-		uint8_t a = p[i], b = (uint8_t)s[i];
-
-		if (a >= 'A' && a <= 'Z')
-			a = (uint8_t)(a - 'A' + 'a');
-		if (b >= 'A' && b <= 'Z')
-			b = (uint8_t)(b - 'A' + 'a');
-		if (a != b)
-			return false;
-	}
-	return true;
-}
-
 bool l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v)
 {
 	uint64_t x = 0;

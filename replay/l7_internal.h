@@ -16,6 +16,7 @@
 #define REEL_L7_INTERNAL_H
 
 #include "l7.h"
+#include <string.h>
 
 #define L7_MARKS 8
 
@@ -57,7 +58,26 @@ void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
 void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n);
 
 /* Case-insensitive prefix compare of a byte span against a C string. */
-bool l7_span_ieq(const uint8_t *p, size_t n, const char *s);
+static inline bool l7_span_ieq(const uint8_t *p, size_t n, const char *s)
+{
+	/* inline: with a literal `s` the length folds to a constant (header
+	 * names are compared for every header line) */
+	size_t l = strlen(s);
+
+	if (n < l)
+		return false;
+	for (size_t i = 0; i < l; i++) {
+		uint8_t a = p[i], b = (uint8_t)s[i];
+
+		if (a >= 'A' && a <= 'Z')
+			a = (uint8_t)(a - 'A' + 'a');
+		if (b >= 'A' && b <= 'Z')
+			b = (uint8_t)(b - 'A' + 'a');
+		if (a != b)
+			return false;
+	}
+	return true;
+}
 /* Parses decimal digits of [p, p + n) into *v; false on overflow or junk. */
 bool l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v);
 /* memchr bounded to n. */
