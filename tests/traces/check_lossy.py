@@ -63,8 +63,8 @@ def main():
         return 77
     os.makedirs(args.work, exist_ok=True)
     reel = os.path.join(args.dir, args.name + ".reel")
-    pcap = os.path.join(args.work, args.name + ".pcapng")
-    jsonl = os.path.join(args.work, args.name + ".jsonl")
+    pcap = os.path.join(args.work, args.name + ".lossy.pcapng")
+    jsonl = os.path.join(args.work, args.name + ".lossy.jsonl")
 
     rc, so, se = run([args.reelplay, reel, "-w", pcap, "--json", jsonl])
     if rc != 0:
