@@ -81,6 +81,12 @@ struct conn {
 
 	/* filters */
 	bool skipped; /* data dropped by --from: positions advanced silently */
+
+	/* Both ends of one TCP connection traced (loopback): the end seen second
+	 * is a mirror, and the summary counts the exchange once, from the other. */
+	struct conn *tnext; /* chain of the pipeline's tuple index */
+	uint32_t tbucket;   /* its bucket there (the tuple may change after) */
+	bool in_tindex, mirror;
 };
 
 /*

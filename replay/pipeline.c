@@ -105,6 +105,7 @@ struct reel_pipeline {
 	uint32_t nloss;
 
 	struct tuple_ent *tuples[TUPLE_BUCKETS];
+	struct conn *ctuples[TUPLE_BUCKETS]; /* live TCP conns by (local, remote) */
 	struct flow *flows[FLOW_BUCKETS];
 	struct flow *closing_head, *closing_tail;
 	/* recent datagrams, to write a datagram seen by both traced ends once */
@@ -522,6 +523,71 @@ static void tuple_key(const struct flow *fl, struct reel_pkt_ep *a, struct reel_
 
 	*a = fl->ep[swap ? 1 : 0];
 	*b = fl->ep[swap ? 0 : 1];
+}
+
+static uint32_t ctuple_hash(uint32_t host, const struct reel_endpoint *l,
+			    const struct reel_endpoint *r)
+{
+	uint64_t h = host;
+
+	for (int i = 0; i < 16; i += 8) {
+		uint64_t x, y;
+
+		memcpy(&x, l->addr + i, 8);
+		memcpy(&y, r->addr + i, 8);
+		h = h * 0x9E3779B97F4A7C15ull ^ x;
+		h = h * 0x9E3779B97F4A7C15ull ^ y;
+	}
+	h = h * 0x9E3779B97F4A7C15ull ^ ((uint64_t)l->port << 16 | r->port);
+	return mix32(h) % TUPLE_BUCKETS;
+}
+
+static bool endpoint_eq(const struct reel_endpoint *a, const struct reel_endpoint *b)
+{
+	return a->port == b->port && a->family == b->family && !memcmp(a->addr, b->addr, 16);
+}
+
+static void mirror_forget(struct reel_pipeline *p, struct conn *c)
+{
+	struct conn **pp;
+
+	if (!c->in_tindex)
+		return;
+	for (pp = &p->ctuples[c->tbucket]; *pp; pp = &(*pp)->tnext) {
+		if (*pp == c) {
+			*pp = c->tnext;
+			break;
+		}
+	}
+	c->in_tindex = false;
+}
+
+/* Indexes a TCP connection by its tuple; if the other end of it is a live
+ * traced connection already, this one is its mirror. */
+static void mirror_note(struct reel_pipeline *p, struct conn *c)
+{
+	uint32_t h;
+
+	mirror_forget(p, c);
+	if (!c->have_tuple || c->l4 != REEL_L4_TCP)
+		return;
+	if (!c->mirror) {
+		for (struct conn *o = p->ctuples[ctuple_hash(c->host, &c->remote, &c->local)]; o;
+		     o = o->tnext) {
+			if (o->host == c->host && !o->mirror &&
+			    endpoint_eq(&o->local, &c->remote) &&
+			    endpoint_eq(&o->remote, &c->local)) {
+				c->mirror = true;
+				p->tot.mirror_conns++;
+				break;
+			}
+		}
+	}
+	h = ctuple_hash(c->host, &c->local, &c->remote);
+	c->tnext = p->ctuples[h];
+	p->ctuples[h] = c;
+	c->tbucket = h;
+	c->in_tindex = true;
 }
 
 /* Claims the flow's 4-tuple for the packet output, or marks it a mirror of
@@ -1214,7 +1280,7 @@ static void on_txn(void *ctx, const struct reel_txn *t)
 		p->st.filtered++;
 		return;
 	}
-	if (p->sum) {
+	if (p->sum && !c->mirror) {
 		server_ep(c, ep, sizeof(ep));
 		reel_summary_txn(p->sum, t, ep);
 	}
@@ -1474,7 +1540,7 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 	}
 	if (conn_pass(p, c)) {
 		add_hint(p, c);
-		if (p->sum) {
+		if (p->sum && !c->mirror) {
 			char ep[96];
 
 			server_ep(c, ep, sizeof(ep));
@@ -1488,6 +1554,7 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 		}
 	}
 	flow_leave(p, c, ts, end);
+	mirror_forget(p, c);
 	conn_remove(&p->ct, c);
 	reasm_free(&c->rs[0]);
 	reasm_free(&c->rs[1]);
@@ -1515,6 +1582,7 @@ static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 	c->serial = ++p->serial;
 	c->fl = flow_get(p, host, id->ino, c->serial);
 	if (!c->fl) {
+		mirror_forget(p, c);
 		conn_remove(&p->ct, c);
 		free(c);
 		return NULL;
@@ -1560,6 +1628,7 @@ static void on_conn_open(struct reel_pipeline *p, const struct reel_event *ev)
 	if (c->have_tuple && c->role != REEL_ROLE_UNKNOWN)
 		c->server_port =
 			ntohs(c->role == REEL_ROLE_SERVER ? o->local.port : o->remote.port);
+	mirror_note(p, c);
 }
 
 static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
@@ -2225,6 +2294,7 @@ void reel_pipeline__free(struct reel_pipeline *p)
 			c->parser->free_state(c->pst);
 		if (c->fl && --c->fl->refs <= 0 && !c->fl->hashed)
 			flow_free(p, c->fl);
+		mirror_forget(p, c);
 		conn_remove(&p->ct, c);
 		reasm_free(&c->rs[0]);
 		reasm_free(&c->rs[1]);

@@ -17,6 +17,7 @@ struct reel_summary;
 
 struct reel_summary_totals {
 	uint64_t records, events, bad_events, conns, txns, packets;
+	uint64_t mirror_conns; /* sockets that are the other traced end of a connection */
 	uint64_t payload_bytes, hole_bytes, holes;
 	uint64_t lost_samples, lost_records, dropped_records, dropped_bytes, drop_records;
 	uint64_t damaged_blocks, filtered, reorder_forced;
