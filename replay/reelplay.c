@@ -22,6 +22,7 @@
 #include "event.h"
 #include "pipeline.h"
 #include "reel_format.h"
+#include "timearg.h"
 
 #ifndef REEL_VERSION
 #define REEL_VERSION "0"
@@ -80,84 +81,6 @@ static int usage_err(const char *fmt, ...)
 	return 2;
 }
 
-/* Decimal seconds into ns; -1 on junk. */
-static int parse_secs(const char *s, uint64_t *out)
-{
-	uint64_t ip = 0, frac = 0, scale = 1000000000ull;
-	int nd = 0;
-
-	while (isdigit((unsigned char)*s)) {
-		if (ip > 18000000000ull)
-			return -1;
-		ip = ip * 10 + (uint64_t)(*s++ - '0');
-		nd++;
-	}
-	if (*s == '.') {
-		s++;
-		while (isdigit((unsigned char)*s)) {
-			if (scale > 1) {
-				scale /= 10;
-				frac += (uint64_t)(*s - '0') * scale;
-			}
-			s++;
-			nd++;
-		}
-	}
-	if (!nd || *s)
-		return -1;
-	*out = ip * 1000000000ull + frac;
-	return 0;
-}
-
-/* RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM). */
-static int parse_rfc3339(const char *s, uint64_t *out)
-{
-	struct tm tm = {0};
-	int y, mo, d, h, mi, sec, n = 0;
-	uint64_t frac = 0, scale = 1000000000ull;
-	int64_t off = 0, t;
-
-	if (sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
-	    !n)
-		return -1;
-	s += n;
-	if (*s == '.') {
-		s++;
-		while (isdigit((unsigned char)*s)) {
-			if (scale > 1) {
-				scale /= 10;
-				frac += (uint64_t)(*s - '0') * scale;
-			}
-			s++;
-		}
-	}
-	if (*s == 'Z' || *s == 'z') {
-		s++;
-	} else if (*s == '+' || *s == '-') {
-		int oh, om;
-
-		if (sscanf(s + 1, "%2d:%2d", &oh, &om) != 2)
-			return -1;
-		off = (oh * 3600 + om * 60) * (*s == '-' ? -1 : 1);
-		s += 6;
-	} else {
-		return -1;
-	}
-	if (*s)
-		return -1;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = (int64_t)timegm(&tm) - off;
-	if (t < 0)
-		return -1;
-	*out = (uint64_t)t * 1000000000ull + frac;
-	return 0;
-}
-
 struct timearg {
 	const char *text;
 	bool relative;
@@ -169,10 +92,11 @@ static int parse_time(const char *s, struct timearg *t)
 	t->text = s;
 	t->relative = *s == '+';
 	if (t->relative)
-		return parse_secs(s + 1, &t->ns);
-	if (!parse_secs(s, &t->ns))
+		return reel_time_parse_rel(s + 1, &t->ns);
+	/* plain seconds since the epoch, or RFC 3339 */
+	if (!reel_time_parse_rel(s, &t->ns) && isdigit((unsigned char)s[strlen(s) - 1]))
 		return 0;
-	return parse_rfc3339(s, &t->ns);
+	return reel_time_parse_rfc3339(s, &t->ns);
 }
 
 static int add_u32_list(const char *s, uint32_t *arr, int *n, uint64_t max)
