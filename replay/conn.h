@@ -54,6 +54,10 @@ struct conn {
 	const struct reel_l7_parser *parser;
 	void *pst;
 	uint16_t detect_tries;
+	/* A stream's first bytes while no parser recognises them: servers often
+	 * read a length prefix first, which alone says nothing. NULL once a
+	 * parser is chosen or detection gave up. */
+	struct l7_prefix *pre;
 	enum reel_proto proto;
 	uint16_t server_port; /* host order, 0 if unknown */
 	uint32_t txns, txn_errors;

@@ -30,7 +30,7 @@
 #define REORDER_MAX_HELD  1000000u
 #define REORDER_MAX_BYTES (64ull << 20)
 #define MAX_FILES	  4096u
-#define DETECT_TRIES	  8
+#define DETECT_TRIES	  16
 #define LOSS_RING	  32
 #define MAX_HINTS	  64
 
@@ -1363,25 +1363,102 @@ static void infer_role(struct conn *c, int dir, const uint8_t *data, size_t len)
 			ntohs(c->role == REEL_ROLE_SERVER ? c->local.port : c->remote.port);
 }
 
+/* Detection prefix of a stream connection: the pieces as they came (both
+ * directions, in order), so a parser chosen late sees every byte with its own
+ * time and position. */
+#define PRE_BYTES  4096
+#define PRE_PIECES 16
+
+struct l7_prefix {
+	struct {
+		uint64_t ts, pos;
+		uint32_t off, len;
+		int dir;
+	} piece[PRE_PIECES];
+	uint32_t npieces, used[2];
+	uint8_t buf[2][PRE_BYTES];
+};
+
+static void prefix_drop(struct conn *c)
+{
+	free(c->pre);
+	c->pre = NULL;
+}
+
+static bool l7_choose(struct conn *c, int d, const uint8_t *data, size_t len)
+{
+	const struct reel_l7_parser *par =
+		reel_l7_detect(data, len, (enum reel_l7_dir)d, c->server_port, c->l4);
+
+	if (!par)
+		return false;
+	c->pst = par->new_state(!stream_like(c));
+	if (!c->pst)
+		return false;
+	c->parser = par;
+	c->proto = par->proto;
+	return true;
+}
+
+/*
+ * Detection on a stream: the chunk alone first (the common case, no copy);
+ * otherwise it joins the prefix of its direction and detection runs on the
+ * whole prefix. When a parser is chosen the buffered pieces are fed to it in
+ * order. Returns true if the chunk was consumed here.
+ */
+static bool l7_detect_stream(struct conn *c, int dir, const struct reasm_chunk *ch,
+			     const struct reel_l7_emit *emit)
+{
+	struct l7_prefix *x = c->pre;
+	int d = l7dir(c, dir);
+
+	c->detect_tries++;
+	if (!x) {
+		if (l7_choose(c, d, ch->data, ch->cap))
+			return false;
+		x = c->pre = calloc(1, sizeof(*x));
+		if (!x)
+			return false;
+	}
+	if (x->npieces == PRE_PIECES || x->used[dir] + ch->cap > PRE_BYTES ||
+	    c->detect_tries >= DETECT_TRIES) {
+		c->detect_tries = DETECT_TRIES; /* give up: unknown protocol */
+		prefix_drop(c);
+		return false;
+	}
+	x->piece[x->npieces].ts = ch->ts;
+	x->piece[x->npieces].pos = ch->pos;
+	x->piece[x->npieces].off = x->used[dir];
+	x->piece[x->npieces].len = ch->cap;
+	x->piece[x->npieces].dir = dir;
+	x->npieces++;
+	memcpy(x->buf[dir] + x->used[dir], ch->data, ch->cap);
+	x->used[dir] += ch->cap;
+	if (!l7_choose(c, d, x->buf[dir], x->used[dir]))
+		return true;
+	for (uint32_t i = 0; i < x->npieces; i++)
+		c->parser->data(c->pst, (enum reel_l7_dir)l7dir(c, x->piece[i].dir), x->piece[i].ts,
+				x->piece[i].pos, x->buf[x->piece[i].dir] + x->piece[i].off,
+				x->piece[i].len, emit);
+	prefix_drop(c);
+	return true;
+}
+
 static void l7_feed(struct reel_pipeline *p, struct conn *c, int dir, const struct reasm_chunk *ch)
 {
 	struct reel_l7_emit emit = {c, on_txn};
 	int d = l7dir(c, dir);
 
-	if (!c->parser && c->detect_tries < DETECT_TRIES) {
-		const struct reel_l7_parser *par;
-
-		c->detect_tries++;
-		par = reel_l7_detect(ch->data, ch->cap, (enum reel_l7_dir)d, c->server_port, c->l4);
-		if (par) {
-			c->pst = par->new_state(!stream_like(c));
-			if (c->pst) {
-				c->parser = par;
-				c->proto = par->proto;
-			}
+	(void)p;
+	if (!c->parser && c->detect_tries < DETECT_TRIES && ch->cap) {
+		if (stream_like(c)) {
+			if (l7_detect_stream(c, dir, ch, &emit))
+				return;
+		} else {
+			c->detect_tries++;
+			l7_choose(c, d, ch->data, ch->cap);
 		}
 	}
-	(void)p;
 	if (c->parser)
 		c->parser->data(c->pst, (enum reel_l7_dir)d, ch->ts, ch->pos, ch->data, ch->cap,
 				&emit);
@@ -1483,6 +1560,8 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	c->fl->note[dir] = strdup(buf);
 	if (c->parser)
 		c->parser->hole(c->pst, (enum reel_l7_dir)l7dir(c, dir), ts, pos, len, &emit);
+	else
+		prefix_drop(c); /* bytes before a hole do not lead into what follows */
 }
 
 static const struct reasm_ops rs_ops = {on_data, on_hole};
@@ -1555,6 +1634,7 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 	}
 	flow_leave(p, c, ts, end);
 	mirror_forget(p, c);
+	prefix_drop(c);
 	conn_remove(&p->ct, c);
 	reasm_free(&c->rs[0]);
 	reasm_free(&c->rs[1]);
@@ -1631,6 +1711,30 @@ static void on_conn_open(struct reel_pipeline *p, const struct reel_event *ev)
 	mirror_note(p, c);
 }
 
+static bool addr_zero(const struct reel_endpoint *e)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(e->addr, zero, e->family == REEL_AF_INET6 ? 16 : 4);
+}
+
+/* An unbound datagram socket (0.0.0.0 or ::) that talks to a loopback
+ * address sends from the loopback address: say so, or its two traced ends
+ * would not pair and its packets would come from 0.0.0.0. */
+static void wildcard_to_loopback(struct reel_endpoint *local, const struct reel_endpoint *peer)
+{
+	static const uint8_t v6_loopback[16] = {[15] = 1};
+
+	if (!addr_zero(local) || local->family != peer->family)
+		return;
+	if (peer->family == REEL_AF_INET && peer->addr[0] == 127) {
+		local->addr[0] = 127;
+		local->addr[3] = 1;
+	} else if (peer->family == REEL_AF_INET6 && !memcmp(peer->addr, v6_loopback, 16)) {
+		memcpy(local->addr, v6_loopback, 16);
+	}
+}
+
 static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 {
 	const struct reel_ev_data *d = &ev->data.hdr;
@@ -1646,9 +1750,12 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	c->last_ts = ev->ts_ns;
 	if (d->flags & REEL_DATAF_TLS)
 		c->tls = true;
-	if ((d->flags & REEL_DATAF_HAS_PEER) && is_ip(&d->peer) && !c->remote.port &&
-	    c->have_tuple) {
+	/* A datagram socket talks to whoever sent the last datagram (a UDP
+	 * server answers each query to its sender); a stream keeps its peer. */
+	if ((d->flags & REEL_DATAF_HAS_PEER) && is_ip(&d->peer) && c->have_tuple &&
+	    (!c->remote.port || !stream_like(c)) && !endpoint_eq(&c->remote, &d->peer)) {
 		c->remote = d->peer;
+		wildcard_to_loopback(&c->local, &d->peer);
 		c->epstr_ok = false;
 		c->texts_gen++;
 	}
@@ -2295,6 +2402,7 @@ void reel_pipeline__free(struct reel_pipeline *p)
 		if (c->fl && --c->fl->refs <= 0 && !c->fl->hashed)
 			flow_free(p, c->fl);
 		mirror_forget(p, c);
+		prefix_drop(c);
 		conn_remove(&p->ct, c);
 		reasm_free(&c->rs[0]);
 		reasm_free(&c->rs[1]);

@@ -984,6 +984,42 @@ static void test_both_ends_one_flow(void **state)
 	ts_free(&s);
 }
 
+/* A server that reads a DNS-over-TCP length prefix byte by byte (dnsmasq):
+ * no single chunk says "DNS", the accumulated prefix does, and the parser then
+ * gets every byte: the transaction has its whole request. */
+static void test_detect_on_prefix(void **state)
+{
+	static struct tstream s;
+	/* query for a.test A, id 0x1234, and its NXDOMAIN answer, each with its
+	 * 2-byte length prefix (24-byte messages) */
+	static const uint8_t q[] = {0x00, 0x18, 0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00,
+				    0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 'a',  0x04, 't',
+				    'e',  's',	't',  0x00, 0x00, 0x01, 0x00, 0x01};
+	static const uint8_t r[] = {0x00, 0x18, 0x12, 0x34, 0x81, 0x83, 0x00, 0x01, 0x00,
+				    0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 'a',  0x04, 't',
+				    'e',  's',	't',  0x00, 0x00, 0x01, 0x00, 0x01};
+	REEL_OPTS(reel_pipeline_opts, o);
+	struct run r0 = {0};
+	uint32_t ql = sizeof(q), rl = sizeof(r);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 700, 9, 4004, 53, 40000, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 700, 9, 4004, REEL_DIR_INGRESS, 0, q, 1, 1, 0, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 11, 700, 9, 4004, REEL_DIR_INGRESS, 1, q + 1, 1, 1, 0, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 12, 700, 9, 4004, REEL_DIR_INGRESS, 2, q + 2, ql - 2, ql - 2, 0,
+		REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 20, 700, 9, 4004, REEL_DIR_EGRESS, 0, r, rl, rl, 0, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 30, 700, 9, 4004, rl, ql);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r0), 0);
+	assert_int_equal(count(r0.json, "\"type\":\"txn\""), 1);
+	assert_int_equal(count(r0.json, "\"proto\":\"dns\""), 2); /* txn and conn */
+	assert_int_equal(count(r0.json, "\"req_bytes\":26"), 1);
+	assert_int_equal(count(r0.json, "\"target\":\"a.test\""), 1);
+	assert_int_equal(count(r0.json, "no_req"), 0);
+	run_free(&r0);
+	ts_free(&s);
+}
+
 /* A socket accepted by a parent and served by its child after fork() (the
  * postmaster/backend and dnsmasq TCP pattern): the parent closes its fd
  * first; the child's view of the socket starts at position 0. One flow. */
@@ -1332,6 +1368,7 @@ int main(void)
 		cmocka_unit_test(test_bpf_filter_and_pcap),
 		cmocka_unit_test(test_unix_and_inferred_role),
 		cmocka_unit_test(test_both_ends_one_flow),
+		cmocka_unit_test(test_detect_on_prefix),
 		cmocka_unit_test(test_fork_shared_socket),
 		cmocka_unit_test(test_ipv6_and_udp),
 		cmocka_unit_test(test_reelplay_cli),
