@@ -537,6 +537,7 @@ int cit_scan_file(const char *path, struct cit_conn *cs, int n, uint32_t snaplen
 		  struct cit_scan *res)
 {
 	struct reel_reader *r;
+	struct reel_merge *m;
 	struct reel_record rec;
 	uint32_t client = n ? cs[0].pid[0] : 0;
 	int rc;
@@ -549,12 +550,20 @@ int cit_scan_file(const char *path, struct cit_conn *cs, int n, uint32_t snaplen
 	}
 	res->snaplen = reel_reader__header(r)->snaplen;
 	res->abi_version = reel_reader__header(r)->abi_version;
-	while ((rc = reel_reader__next(r, &rec)) != 0) {
+	/* Timestamp order, as every consumer reads: in file order a child's exit
+	 * drained from one CPU can precede its fork drained from another. */
+	m = reel_merge__new(&r, 1, NULL);
+	if (!m) {
+		cit_fail("%s: merge: %s", path, reel_strerror(errno));
+		reel_reader__close(r);
+		return -1;
+	}
+	while ((rc = reel_merge__next(m, &rec)) != 0) {
 		struct reel_event ev;
 
 		if (rc < 0) {
 			res->damaged_blocks++;
-			cit_fail("%s: damaged block: %s", path, reel_reader__errmsg(r));
+			cit_fail("%s: damaged block: %s", path, reel_merge__errmsg(m));
 			continue;
 		}
 		res->records++;
@@ -644,6 +653,7 @@ int cit_scan_file(const char *path, struct cit_conn *cs, int n, uint32_t snaplen
 			break;
 		}
 	}
+	reel_merge__free(m);
 	reel_reader__close(r);
 	return 0;
 }
