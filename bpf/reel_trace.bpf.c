@@ -504,59 +504,6 @@ struct msg_desc {
 	struct reel_endpoint peer;
 };
 
-#define R_IOV_FAST 4
-
-/* Fast path of an iovec message that fits one chunk and has at most
- * R_IOV_FAST segments (writev of a header and a body): the iovec array in one
- * read, the segments copied without bpf_loop. Same bytes and flags as the
- * walk. Returns 0 when done, -1 to leave the message to the walk (nothing
- * emitted, walk state untouched). */
-static __always_inline int iov_fast(void *ctx, struct scratch *s, const struct msg_desc *m)
-{
-	struct walk_state *st = &s->st;
-	struct iovec v[R_IOV_FAST] = {};
-	__u64 nv = m->buflen, left = m->total, sum = 0;
-	__u32 fill = 0, flags = 0;
-
-	if (nv < 1 || nv > R_IOV_FAST || m->total > REEL_CHUNK_MAX || m->total > snaplen)
-		return -1;
-	barrier_var(nv);
-	if (nv > R_IOV_FAST)
-		nv = R_IOV_FAST;
-	if (bpf_probe_read_user(v, nv * sizeof(v[0]), (void *)m->buf))
-		return -1;
-	for (int i = 0; i < R_IOV_FAST; i++) {
-		if (i < nv)
-			sum += v[i].iov_len;
-	}
-	if (sum < m->total)
-		return -1;
-	for (int i = 0; i < R_IOV_FAST; i++) {
-		__u64 n = v[i].iov_len;
-
-		if (i >= nv || !left)
-			break;
-		if (n > left)
-			n = left;
-		barrier_var(n);
-		if (n > REEL_CHUNK_MAX)
-			n = REEL_CHUNK_MAX;
-		barrier_var(n);
-		if (n && bpf_probe_read_user(&s->data[fill & (REEL_CHUNK_MAX - 1)], n,
-					     (void *)v[i].iov_base))
-			flags |= REEL_DATAF_FAULT;
-		fill += n;
-		left -= n;
-	}
-	st->chunk_flags |= flags;
-	st->fill = fill;
-	st->captured = fill;
-	st->off = fill;
-	st->seg_idx = nv;
-	flush_chunk(ctx, s, fill, fill, 0);
-	return 0;
-}
-
 static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct call_args *a,
 				     struct conn_state *c, const struct msg_desc *m)
 {
@@ -615,8 +562,6 @@ static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct 
 		flush_chunk(ctx, s, n, n, 0);
 		return;
 	}
-	if (m->is_iov && !iov_fast(ctx, s, m))
-		return;
 	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, &lc, 0);
 	walk_finish(ctx, s);
 }
