@@ -528,18 +528,11 @@ static void tuple_key(const struct flow *fl, struct reel_pkt_ep *a, struct reel_
 static uint32_t ctuple_hash(uint32_t host, const struct reel_endpoint *l,
 			    const struct reel_endpoint *r)
 {
-	uint64_t h = host;
+	struct reel_pkt_ep a, b;
 
-	for (int i = 0; i < 16; i += 8) {
-		uint64_t x, y;
-
-		memcpy(&x, l->addr + i, 8);
-		memcpy(&y, r->addr + i, 8);
-		h = h * 0x9E3779B97F4A7C15ull ^ x;
-		h = h * 0x9E3779B97F4A7C15ull ^ y;
-	}
-	h = h * 0x9E3779B97F4A7C15ull ^ ((uint64_t)l->port << 16 | r->port);
-	return mix32(h) % TUPLE_BUCKETS;
+	ep_from(&a, l);
+	ep_from(&b, r);
+	return tuple_hash(host, &a, &b);
 }
 
 static bool endpoint_eq(const struct reel_endpoint *a, const struct reel_endpoint *b)
