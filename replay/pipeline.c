@@ -559,22 +559,34 @@ static void mirror_forget(struct reel_pipeline *p, struct conn *c)
  * traced connection already, this one is its mirror. */
 static void mirror_note(struct reel_pipeline *p, struct conn *c)
 {
+	bool udp = c->l4 == REEL_L4_UDP;
 	uint32_t h;
 
 	mirror_forget(p, c);
-	if (!c->have_tuple || c->l4 != REEL_L4_TCP)
+	if (!c->have_tuple || (c->l4 != REEL_L4_TCP && !udp) || !c->remote.port)
 		return;
-	if (!c->mirror) {
-		for (struct conn *o = p->ctuples[ctuple_hash(c->host, &c->remote, &c->local)]; o;
-		     o = o->tnext) {
-			if (o->host == c->host && !o->mirror &&
-			    endpoint_eq(&o->local, &c->remote) &&
-			    endpoint_eq(&o->remote, &c->local)) {
-				c->mirror = true;
-				p->tot.mirror_conns++;
-				break;
-			}
+	for (struct conn *o = p->ctuples[ctuple_hash(c->host, &c->remote, &c->local)]; o;
+	     o = o->tnext) {
+		struct conn *m;
+
+		if (o->host != c->host || !endpoint_eq(&o->local, &c->remote) ||
+		    !endpoint_eq(&o->remote, &c->local))
+			continue;
+		/* TCP: the end seen second. UDP: the client end, since a server
+		 * socket also answers clients that are not traced. */
+		if (!udp)
+			m = c;
+		else if (o->role == REEL_ROLE_CLIENT)
+			m = o;
+		else if (c->role == REEL_ROLE_CLIENT)
+			m = c;
+		else
+			break;
+		if (!m->mirror && !(m == c ? o : c)->mirror) {
+			m->mirror = true;
+			p->tot.mirror_conns++;
 		}
+		break;
 	}
 	h = ctuple_hash(c->host, &c->local, &c->remote);
 	c->tnext = p->ctuples[h];
@@ -1751,6 +1763,7 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 		wildcard_to_loopback(&c->local, &d->peer);
 		c->epstr_ok = false;
 		c->texts_gen++;
+		mirror_note(p, c);
 	}
 	if (!c->comm[0]) {
 		struct proc_info *pi = proc_find(&p->ct, c->host, c->id.tgid);

@@ -215,9 +215,7 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 		"\n",
 		t->records, t->events, t->bad_events, t->conns, t->txns, t->packets);
 	if (t->mirror_conns)
-		fprintf(f,
-			"%" PRIu64 " connections traced at both ends: counted once below (from the "
-			"end seen first)\n",
+		fprintf(f, "%" PRIu64 " connections traced at both ends: counted once below\n",
 			t->mirror_conns);
 	if (t->last_real_ns > t->first_real_ns)
 		fprintf(f, "span %.3f s\n", (double)(t->last_real_ns - t->first_real_ns) / 1e9);
