@@ -41,7 +41,7 @@ static const char cat_usage[] =
 	"Damaged blocks are reported on stderr and skipped. exit status: 0 ok, 1 damage\n"
 	"met, 2 usage or a file that cannot be opened.\n";
 
-/* The merge's reorder window (its default, made explicit for the early stop). */
+/* The reorder window cat asks of the merge, so the early stop past --to knows it. */
 #define CAT_MERGE_WINDOW_NS 2000000000ull
 
 struct cat_opts {

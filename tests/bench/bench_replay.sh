@@ -13,8 +13,8 @@
 #    (target: reelplay >= 10x faster);
 # 3. peak RSS of reelplay (getrusage RUSAGE_CHILDREN in a python wrapper, one
 #    fresh wrapper per run) on the small and the 10x file: memory must stay flat.
-#    (The reader's merge holds 2 s of records: keep SECONDS >= 3 so the small
-#    file is not shorter than that window.)
+#    (The merge holds records up to 500 ms or 64 MiB; keep SECONDS >= 3 so the
+#    small file is long against that window.)
 # Times are wall clock and CPU (user + sys) of the child: on a shared host the
 # CPU ratio is the steadier one.
 #
