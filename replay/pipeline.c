@@ -1439,7 +1439,8 @@ static bool l7_detect_stream(struct conn *c, int dir, const struct reasm_chunk *
 	x->npieces++;
 	memcpy(x->buf[dir] + x->used[dir], ch->data, ch->cap);
 	x->used[dir] += ch->cap;
-	if (!l7_choose(c, d, x->buf[dir], x->used[dir]))
+	/* a prefix of one piece is the chunk that just failed alone */
+	if (x->npieces == 1 || !l7_choose(c, d, x->buf[dir], x->used[dir]))
 		return true;
 	for (uint32_t i = 0; i < x->npieces; i++)
 		c->parser->data(c->pst, (enum reel_l7_dir)l7dir(c, x->piece[i].dir), x->piece[i].ts,
