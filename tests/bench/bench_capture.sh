@@ -16,6 +16,8 @@
 # kernel.bpf_stats_enabled) over one more captured round.
 #
 #   tests/bench/bench_capture.sh [ROUND_SECONDS]
+# BENCH_PARTS picks parts (default "abcde"; e is the BPF run-time diagnosis),
+# BENCH_BODIES the bodies of a) (default "b1k b64k").
 # REEL_BENCH_SCOPE=server captures only nginx (--comm nginx) in a) and d): what a
 # production host tracing its server does (the load generator is elsewhere).
 # The default, all, traces every process, wrk included, so each byte is
@@ -163,8 +165,12 @@ server) SCOPE_ARGS=(--comm nginx) ;;
 *) echo "bench_capture: REEL_BENCH_SCOPE is all or server" >&2; exit 2 ;;
 esac
 
+PARTS=${BENCH_PARTS:-abcde}
+BODIES=${BENCH_BODIES:-b1k b64k}
+part() { [[ "$PARTS" == *"$1"* ]]; }
 declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_DROP TP_CPU TP_MED
-for body in b1k b64k; do
+for body in $BODIES; do
+	part a || break
 	offs=() ons=()
 	wrk_rps /$body 1 >/dev/null # warm up
 	for i in $(seq 0 $rounds); do
@@ -286,12 +292,16 @@ pair() {
 }
 load_evgen() { "$EVGEN" 100000 "$round" | sed 's/^evgen: //'; }
 load_wrk() { echo "$(wrk_rps /b1k "$round") req/s"; }
-pair evgen load_evgen
-pair wrk load_wrk
+if part b; then
+	pair evgen load_evgen
+	pair wrk load_wrk
+fi
 
 # --------------------------------------------------------------------
 # c) LOST at 200k events/s, default settings, full capture
 
+c_lost=nan c_samples=? d_ratio=nan d_reel=? d_pcap=? d_zst=?
+if part c; then
 start_reelcap "$W/c.reel" || exit 1
 c_evgen=$("$EVGEN" 200000 10)
 sleep 0.5
@@ -303,10 +313,12 @@ c_samples=$(echo "$c_info" | python3 -c 'import json,sys; print(json.load(sys.st
 echo "c) $c_evgen"
 echo "   reelcap: $c_samples samples, LOST $c_lost, DROP $c_drop"
 grep "final:" "$W/reelcap.$$.log" | sed 's/^/   /'
+fi
 
 # --------------------------------------------------------------------
 # d) file size vs tcpdump + zstd -3 of the same wrk run
 
+if part d; then
 rm -f "$W/d.pcap" "$W/d.pcap.zst"
 tcpdump -i lo --immediate-mode -s0 -B 262144 -U -w "$W/d.pcap" "tcp port $port" 2>"$W/d_tcpdump.log" &
 TCPDUMP_PID=$!
@@ -326,10 +338,12 @@ d_pkts=$(grep -o "[0-9]* packets captured" "$W/d_tcpdump.log")
 d_kdrop=$(grep -o "[0-9]* packets dropped by kernel" "$W/d_tcpdump.log")
 echo "d) wrk /b1k ${d_rps} req/s; reel ${d_reel} B; pcap ${d_pcap} B ($d_pkts, $d_kdrop), zstd -3 ${d_zst} B;" \
 	"ratio $d_ratio"
+fi
 
 # --------------------------------------------------------------------
 # diagnosis: BPF run time per program over one captured round
 
+if part e; then
 stats_now=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
 [ "$stats_now" != 1 ] && sysctl -q kernel.bpf_stats_enabled=1
 bpftool -j prog show >"$W/e_pre.json"
@@ -369,6 +383,7 @@ if rps:
     print("   all programs: %.3f CPU s over %.0f s = %.0f ns per request" % (tot / 1e9, secs, tot / (rps * secs)))
 PY
 echo "   reelcap (drain, compression, write) during the round: $e_drain_us us CPU per request"
+fi
 
 # --------------------------------------------------------------------
 
@@ -379,7 +394,8 @@ pass() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
 echo
 echo "bench_capture results (reference measured in the same run; capture scope: $SCOPE)"
 printf '%-52s %12s %10s %6s\n' "figure" "value" "target" ""
-for body in b1k b64k; do
+for body in $BODIES; do
+	part a || break
 	st=$(pass "${TP_RATIO[$body]}" ">=" 0.95)
 	# a capture that loses events is cheaper than one that keeps them
 	[ $((TP_LOST[$body] + TP_DROP[$body])) -gt 0 ] && st="$st, but lossy"
@@ -389,6 +405,7 @@ for body in b1k b64k; do
 		"${TP_MED[$body]}" "$((TP_LOST[$body] + TP_DROP[$body]))" ""
 done
 for l in evgen wrk; do
+	part b || break
 	printf '%-52s %12s %10s %6s\n' "b) tracer CPU s per MB, reelcap/perf, $l (cputime)" "${B_RATIO[$l]}" "<= 1.0" \
 		"$(pass "${B_RATIO[$l]}" "<=" 1.0)"
 	printf '%-52s %12s %10s %6s\n' "   (the same, CPU while the load ran: drain only)" "${B_DRATIO[$l]}" "<= 1.0" \
