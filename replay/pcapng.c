@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "pcapng.h"
+#include "outq.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ struct reel_pcapng {
 	int err;
 	uint8_t *buf; /* blocks are assembled in place here, written 1 MiB at a time */
 	size_t len;
+	struct reel_outq *q; /* writes in a thread (buf is the queue's); NULL: write here */
 };
 
 /* Largest EPB: header, packet, padding, options (1 KiB comment), trailer. */
@@ -97,6 +99,14 @@ static void flush_part(struct reel_pcapng *w, bool whole)
 	const uint8_t *p = w->buf;
 	size_t n = whole ? w->len / OUT_BUF * OUT_BUF : w->len, rest = w->len - n;
 
+	if (w->q) {
+		if (n && !w->err) {
+			w->buf = reel_outq__swap(w->q, n, rest);
+			w->err = reel_outq__err(w->q);
+		}
+		w->len = w->err ? 0 : rest;
+		return;
+	}
 	while (n && !w->err) {
 		ssize_t k = write(w->fd, p, n);
 
@@ -168,15 +178,21 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 
 	if (!w)
 		return NULL;
-	w->buf = malloc(OUT_BUF + BLK_CAP);
-	w->fd = w->buf ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)
-		       : -1;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
-		int e = w->buf ? errno : ENOMEM;
+		int e = errno;
 
-		free(w->buf);
 		free(w);
 		errno = e;
+		return NULL;
+	}
+	/* four buffers: the thread writes one while the pipeline fills another */
+	w->q = reel_outq__new(w->fd, OUT_BUF + BLK_CAP, 4);
+	w->buf = w->q ? reel_outq__buf(w->q) : malloc(OUT_BUF + BLK_CAP);
+	if (!w->buf) {
+		close(w->fd);
+		free(w);
+		errno = ENOMEM;
 		return NULL;
 	}
 	opt_str(&o, 2, hardware);
@@ -266,9 +282,16 @@ int reel_pcapng__close(struct reel_pcapng *w)
 		return 0;
 	flush(w);
 	err = w->err;
+	if (w->q) {
+		int e = reel_outq__free(w->q);
+
+		if (!err)
+			err = e;
+	} else {
+		free(w->buf);
+	}
 	if (close(w->fd) && !err)
 		err = errno ? -errno : -EIO;
-	free(w->buf);
 	free(w);
 	return err;
 }

@@ -4,6 +4,7 @@
  * reassembly -> detection -> L7 parsers -> sinks. See ARCHITECTURE.md.
  */
 #include "pipeline.h"
+#include "outq.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -124,6 +125,7 @@ struct reel_pipeline {
 	char *jbuf;
 	size_t jlen;
 	int jfd;
+	struct reel_outq *jq; /* jbuf belongs to it: a thread writes the full MiBs */
 	int err;
 };
 
@@ -151,6 +153,20 @@ static void json_flush_part(struct reel_pipeline *p, bool all)
 
 	if (!n)
 		return;
+	if (p->jq) {
+		int err;
+
+		if (fflush(p->o.json)) { /* lines written through the FILE go first */
+			sink_err(p, p->o.json);
+			return;
+		}
+		p->jbuf = (char *)reel_outq__swap(p->jq, n, rest);
+		p->jlen = rest;
+		err = reel_outq__err(p->jq);
+		if (err && !p->err)
+			p->err = err;
+		return;
+	}
 	if (p->jfd >= 0 && !fflush(p->o.json)) {
 		while (left) {
 			ssize_t k = write(p->jfd, q, left);
@@ -177,6 +193,12 @@ static void json_flush_part(struct reel_pipeline *p, bool all)
 static void json_flush(struct reel_pipeline *p)
 {
 	json_flush_part(p, true);
+	if (p->jq) { /* everything on the fd before the FILE is used again */
+		int err = reel_outq__drain(p->jq);
+
+		if (err && !p->err)
+			p->err = err;
+	}
 }
 
 /* One JSON line (s has no newline): staged, or straight to the FILE. */
@@ -2182,8 +2204,15 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 	p->line = malloc(p->line_cap);
 	/* staged JSON only when no other sink shares its FILE (order of lines) */
 	if (p->o.json && p->o.json != p->o.print && p->o.json != p->o.summary &&
-	    p->o.json != p->o.hints)
-		p->jbuf = malloc(JBUF_FLUSH + JBUF_LINE);
+	    p->o.json != p->o.hints) {
+		int fd = fileno(p->o.json);
+
+		/* a writer thread when the FILE has an fd, else staged by hand */
+		if (fd >= 0 && (p->jq = reel_outq__new(fd, JBUF_FLUSH + JBUF_LINE, 4)))
+			p->jbuf = (char *)reel_outq__buf(p->jq);
+		else
+			p->jbuf = malloc(JBUF_FLUSH + JBUF_LINE);
+	}
 	p->jfd = p->jbuf ? fileno(p->o.json) : -1;
 	p->pkt = malloc(REEL_PCAPNG_MAX_PKT);
 	if (!p->line || !p->pkt)
@@ -2430,7 +2459,10 @@ void reel_pipeline__free(struct reel_pipeline *p)
 		conn_table_free(&p->ct);
 	if (p->o.json)
 		json_flush(p);
-	free(p->jbuf);
+	if (p->jq)
+		reel_outq__free(p->jq);
+	else
+		free(p->jbuf);
 	reel_reorder_free(&p->ro);
 	reel_pcapng__close(p->png);
 	reel_pcapw__close(p->pcw);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Background writer for an output fd: the producer fills a buffer, hands it
+ * over with reel_outq__swap() and goes on in a fresh one while a thread
+ * write()s the full one. Copying into the page cache is then off the
+ * producer's path (on a multi-core laptop, replay's pcapng and JSON writes
+ * overlap the parsing). Buffers are recycled: memory is nbufs * size.
+ *
+ * Errors (a failed write) are sticky: every later call returns the first
+ * negative errno, and buffers handed over after it are discarded.
+ */
+#ifndef REEL_OUTQ_H
+#define REEL_OUTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct reel_outq;
+
+/* Starts the writer thread for fd (not closed by the queue) with nbufs >= 2
+ * buffers of `size` bytes. NULL with errno set on failure. */
+struct reel_outq *reel_outq__new(int fd, size_t size, unsigned int nbufs);
+
+/* The buffer the producer fills now (`size` bytes). */
+uint8_t *reel_outq__buf(struct reel_outq *q);
+
+/* Queues the first n bytes of the current buffer for writing and makes a
+ * free buffer current, copying the `keep` bytes at buf[n..n+keep) to its
+ * start. Waits only when every buffer is queued. Returns the new current
+ * buffer; the write error, if any, is in reel_outq__err(). */
+uint8_t *reel_outq__swap(struct reel_outq *q, size_t n, size_t keep);
+
+/* Waits until everything queued is written; returns 0 or the first error. */
+int reel_outq__drain(struct reel_outq *q);
+
+/* 0 or the first write error (negative errno). */
+int reel_outq__err(struct reel_outq *q);
+
+/* Drains, stops the thread, frees; returns 0 or the first error. */
+int reel_outq__free(struct reel_outq *q);
+
+#endif
