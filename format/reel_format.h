@@ -322,6 +322,10 @@ struct reel_reader_opts {
 	size_t sz;
 	bool no_index;	   /* ignore the footer index; scan (for verify/recover) */
 	bool keep_unknown; /* also yield records of types > REEL_REC_MAX_KNOWN (default: skip) */
+	/* Decompress (and check) the next block in a background thread while
+	 * the caller works through this one: for front-to-back readers on a
+	 * multi-core machine. One more thread and block buffer per reader. */
+	bool readahead;
 };
 
 /* One entry of the block index (from the footer, or rebuilt by scanning). */

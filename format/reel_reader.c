@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -476,8 +478,9 @@ short_:
 /* ---- blocks ---- */
 
 /* Decodes data frame f into *buf and validates every record header. */
-static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **buf, size_t *cap,
-		      size_t *out_len, struct reel_blkstat *st, char *err, size_t errlen)
+static int load_block_dctx(const struct reel_reader *r, struct ZSTD_DCtx_s *dctx,
+			   const struct rframe *f, uint8_t **buf, size_t *cap, size_t *out_len,
+			   struct reel_blkstat *st, char *err, size_t errlen)
 {
 	const uint8_t *p = r->base + f->off;
 	unsigned long long cs;
@@ -528,7 +531,7 @@ static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **b
 		*buf = nb;
 		*cap = nc;
 	}
-	n = ZSTD_decompressDCtx(r->dctx, *buf, cs ? cs : *cap, p, f->size);
+	n = ZSTD_decompressDCtx(dctx, *buf, cs ? cs : *cap, p, f->size);
 	if (ZSTD_isError(n)) {
 		if (ZSTD_getErrorCode(n) == ZSTD_error_checksum_wrong)
 			BLKERR(-REEL_ERR_CHECKSUM, "checksum mismatch");
@@ -565,6 +568,155 @@ static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **b
 	*out_len = cs;
 	return 0;
 #undef BLKERR
+}
+
+static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **buf, size_t *cap,
+		      size_t *out_len, struct reel_blkstat *st, char *err, size_t errlen)
+{
+	return load_block_dctx(r, r->dctx, f, buf, cap, out_len, st, err, errlen);
+}
+
+/* ------------------------------------------------------------------ */
+/* read-ahead: the next data frame decompresses in a thread meanwhile  */
+
+enum { RA_IDLE, RA_PENDING, RA_DONE };
+
+struct reel_readahead {
+	const struct reel_reader *r; /* r->base only: fixed after open */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ZSTD_DCtx_s *dctx;
+	struct rframe f; /* the job: a copy (r->frames may be reallocated) */
+	size_t fi;
+	uint8_t *buf;
+	size_t cap, len;
+	int state, rc;
+	bool stop;
+	char err[256];
+};
+
+static void *ra_main(void *arg)
+{
+	struct reel_readahead *ra = arg;
+
+	pthread_mutex_lock(&ra->mu);
+	for (;;) {
+		while (ra->state != RA_PENDING && !ra->stop)
+			pthread_cond_wait(&ra->cv, &ra->mu);
+		if (ra->stop)
+			break;
+		pthread_mutex_unlock(&ra->mu);
+		/* the caller does not touch buf, f or dctx while PENDING */
+		ra->rc = load_block_dctx(ra->r, ra->dctx, &ra->f, &ra->buf, &ra->cap, &ra->len,
+					 NULL, ra->err, sizeof(ra->err));
+		pthread_mutex_lock(&ra->mu);
+		ra->state = RA_DONE;
+		pthread_cond_broadcast(&ra->cv);
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return NULL;
+}
+
+static void ra_free(struct reel_readahead *ra)
+{
+	if (!ra)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->stop = true;
+	while (ra->state == RA_PENDING) /* let a job finish with its buffer */
+		pthread_cond_wait(&ra->cv, &ra->mu);
+	pthread_cond_broadcast(&ra->cv);
+	pthread_mutex_unlock(&ra->mu);
+	pthread_join(ra->th, NULL);
+	pthread_cond_destroy(&ra->cv);
+	pthread_mutex_destroy(&ra->mu);
+	ZSTD_freeDCtx(ra->dctx);
+	free(ra->buf);
+	free(ra);
+}
+
+static struct reel_readahead *ra_new(const struct reel_reader *r)
+{
+	struct reel_readahead *ra = calloc(1, sizeof(*ra));
+	sigset_t all, old;
+	int e;
+
+	if (!ra)
+		return NULL;
+	ra->r = r;
+	ra->dctx = ZSTD_createDCtx();
+	if (!ra->dctx) {
+		free(ra);
+		return NULL;
+	}
+	pthread_mutex_init(&ra->mu, NULL);
+	pthread_cond_init(&ra->cv, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(&ra->th, NULL, ra_main, ra);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		pthread_cond_destroy(&ra->cv);
+		pthread_mutex_destroy(&ra->mu);
+		ZSTD_freeDCtx(ra->dctx);
+		free(ra);
+		return NULL;
+	}
+	return ra;
+}
+
+/* Takes the prefetched frame fi into r->buf (the reader's buffer goes to
+ * the read-ahead in exchange): 1 and *len, or 0 when it is not there (not
+ * asked for, another frame, or it failed: the caller decodes it again and
+ * reports the error itself). */
+static int ra_take(struct reel_reader *r, size_t fi, const struct rframe *f, size_t *len)
+{
+	struct reel_readahead *ra = r->ra;
+	int got = 0;
+
+	if (!ra)
+		return 0;
+	pthread_mutex_lock(&ra->mu);
+	while (ra->state == RA_PENDING)
+		pthread_cond_wait(&ra->cv, &ra->mu);
+	if (ra->state == RA_DONE && !ra->rc && ra->fi == fi && ra->f.off == f->off &&
+	    ra->f.size == f->size) {
+		uint8_t *b = r->buf;
+		size_t c = r->bufcap;
+
+		r->buf = ra->buf;
+		r->bufcap = ra->cap;
+		ra->buf = b;
+		ra->cap = c;
+		*len = ra->len;
+		got = 1;
+	}
+	ra->state = RA_IDLE;
+	pthread_mutex_unlock(&ra->mu);
+	return got;
+}
+
+/* Starts decompressing the next data frame from r->fi on. */
+static void ra_start(struct reel_reader *r)
+{
+	struct reel_readahead *ra = r->ra;
+	size_t j = r->fi;
+
+	if (!ra)
+		return;
+	while (j < r->nframes && r->frames[j].kind != FK_DATA)
+		j++;
+	if (j >= r->nframes || r->frames[j].status == ST_BAD)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	if (ra->state == RA_IDLE) {
+		ra->f = r->frames[j];
+		ra->fi = j;
+		ra->state = RA_PENDING;
+		pthread_cond_broadcast(&ra->cv);
+	}
+	pthread_mutex_unlock(&ra->mu);
 }
 
 static void frame_msg(const struct rframe *f, char *err, size_t errlen)
@@ -721,8 +873,10 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 		case FK_DATA: {
 			size_t len = 0;
 
-			rc = load_block(r, f, &r->buf, &r->bufcap, &len, NULL, r->errmsg,
-					sizeof(r->errmsg));
+			rc = ra_take(r, r->fi - 1, f, &len)
+				     ? 0
+				     : load_block(r, f, &r->buf, &r->bufcap, &len, NULL, r->errmsg,
+						  sizeof(r->errmsg));
 			if (rc) {
 				f->status = ST_BAD;
 				/* frames after it may change: a scanned index is stale */
@@ -735,6 +889,7 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 			drop_behind(r, f->off);
 			r->blen = len;
 			r->cur_block = f->block;
+			ra_start(r);
 			break;
 		}
 		case FK_INDEX:
@@ -1123,6 +1278,9 @@ static struct reel_reader *reader_new(const struct reel_reader_opts *opts, int *
 		*err = -ENOMEM;
 		return NULL;
 	}
+	/* without the thread, reading is just synchronous */
+	if (r->o.readahead)
+		r->ra = ra_new(r);
 	return r;
 }
 
@@ -1284,6 +1442,7 @@ void reel_reader__close(struct reel_reader *r)
 	free(r->frames);
 	free(r->buf);
 	free_index(r);
+	ra_free(r->ra);
 	ZSTD_freeDCtx(r->dctx);
 	free(r);
 }

@@ -52,6 +52,7 @@ struct reel_reader {
 	uint32_t cur_block;
 	size_t dropped; /* mapped bytes below this were given back (MADV_DONTNEED) */
 	struct ZSTD_DCtx_s *dctx;
+	struct reel_readahead *ra; /* opts.readahead: the next block's decompression */
 	char errmsg[512];
 
 	/* block index */

@@ -388,10 +388,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nfiles; i++) {
 		const struct reel_header *h;
 		struct reel_reader_stats rs;
-
+		/* the next block decompresses while this one is replayed */
+		REEL_OPTS(reel_reader_opts, ro, .readahead = true);
 		char msg[512] = "";
 
-		err = reel_reader__open2(files[i], NULL, 0, NULL, &readers[i], msg, sizeof(msg));
+		err = reel_reader__open2(files[i], NULL, 0, &ro, &readers[i], msg, sizeof(msg));
 		if (err) {
 			if (msg[0])
 				fprintf(stderr, "reelplay: %s: cannot open: %s (%s)\n", files[i],
