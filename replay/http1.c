@@ -412,6 +412,18 @@ static bool parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
 			break;
 		if (line[0] == ' ' || line[0] == '\t')
 			continue; /* obsolete line folding */
+		/* only fields named c..., t..., u..., h... or e... are read below:
+		 * skip the rest (Date, Server, ETag...) without looking for ':' */
+		switch (line[0] | 0x20) {
+		case 'c':
+		case 't':
+		case 'u':
+		case 'h':
+		case 'e':
+			break;
+		default:
+			continue;
+		}
 		colon = l7_find(line, ll, ':');
 		if (!colon)
 			continue;

@@ -259,12 +259,16 @@ void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n)
 	if (!dstsz)
 		return;
 	l = strnlen(dst, dstsz - 1);
-	for (size_t i = 0; i < n && l + 1 < dstsz; i++) {
+	if (n > dstsz - 1 - l)
+		n = dstsz - 1 - l;
+	dst += l;
+	/* one bound, no early exit: the loop vectorises */
+	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
 
-		dst[l++] = (c >= 0x20 && c < 0x7f) ? (char)c : '.';
+		dst[i] = (uint8_t)(c - 0x20) < 0x5f ? (char)c : '.';
 	}
-	dst[l] = '\0';
+	dst[n] = '\0';
 }
 
 void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n)
