@@ -4,7 +4,7 @@
  * reassembly -> detection -> L7 parsers -> sinks. See ARCHITECTURE.md.
  */
 #include "pipeline.h"
-#include "outq.h"
+#include "workq.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -71,6 +71,32 @@ struct hint {
 	uint32_t conns;
 };
 
+/* The JSON worker (a thread, when the JSON sink has an fd of its own): the
+ * pipeline queues txns and finished lines; the thread formats and writes. */
+struct jw {
+	int fd;
+	char *buf; /* staging: written 1 MiB at a time at 1 MiB aligned offsets */
+	size_t len;
+	int err; /* first write error; read by the pipeline after a drain */
+};
+
+enum { JW_TEXT = 1, JW_TXN = 2 };
+
+struct jw_text {
+	uint32_t kind; /* JW_TEXT */
+	uint32_t len;
+	char s[]; /* the line, no newline */
+};
+
+struct jw_txn {
+	uint32_t kind; /* JW_TXN */
+	uint16_t frag_len;
+	bool tls;
+	uint64_t serial, real_ts;
+	char frag[512]; /* the connection's fields (txn_conn_fields) */
+	struct reel_txn t;
+};
+
 struct reel_pipeline {
 	struct reel_pipeline_opts o;
 	uint32_t *pids;
@@ -125,7 +151,8 @@ struct reel_pipeline {
 	char *jbuf;
 	size_t jlen;
 	int jfd;
-	struct reel_outq *jq; /* jbuf belongs to it: a thread writes the full MiBs */
+	struct reel_workq *jwq; /* JSON formatted and written by a thread */
+	struct jw jw;
 	int err;
 };
 
@@ -153,20 +180,6 @@ static void json_flush_part(struct reel_pipeline *p, bool all)
 
 	if (!n)
 		return;
-	if (p->jq) {
-		int err;
-
-		if (fflush(p->o.json)) { /* lines written through the FILE go first */
-			sink_err(p, p->o.json);
-			return;
-		}
-		p->jbuf = (char *)reel_outq__swap(p->jq, n, rest);
-		p->jlen = rest;
-		err = reel_outq__err(p->jq);
-		if (err && !p->err)
-			p->err = err;
-		return;
-	}
 	if (p->jfd >= 0 && !fflush(p->o.json)) {
 		while (left) {
 			ssize_t k = write(p->jfd, q, left);
@@ -193,17 +206,33 @@ static void json_flush_part(struct reel_pipeline *p, bool all)
 static void json_flush(struct reel_pipeline *p)
 {
 	json_flush_part(p, true);
-	if (p->jq) { /* everything on the fd before the FILE is used again */
-		int err = reel_outq__drain(p->jq);
-
-		if (err && !p->err)
-			p->err = err;
+	if (p->jwq) { /* everything on the fd before the FILE is used again */
+		reel_workq__drain(p->jwq);
+		if (p->jw.err && !p->err)
+			p->err = p->jw.err;
 	}
 }
 
 /* One JSON line (s has no newline): staged, or straight to the FILE. */
 static void json_line(struct reel_pipeline *p, const char *s, size_t n)
 {
+	if (p->jwq && n + 1 <= JBUF_LINE) {
+		struct jw_text *t = reel_workq__reserve(p->jwq, sizeof(*t) + n);
+
+		t->kind = JW_TEXT;
+		t->len = (uint32_t)n;
+		memcpy(t->s, s, n);
+		reel_workq__commit(p->jwq);
+		return;
+	}
+	if (p->jwq) { /* longer than the worker stages: after what it holds */
+		json_flush(p);
+		fwrite(s, 1, n, p->o.json);
+		fputc('\n', p->o.json);
+		fflush(p->o.json);
+		sink_err(p, p->o.json);
+		return;
+	}
 	if (p->jbuf && n + 1 <= JBUF_LINE) {
 		if (p->jlen + n + 1 > JBUF_FLUSH + JBUF_LINE)
 			json_flush_part(p, false);
@@ -1204,19 +1233,18 @@ static void txn_conn_fields(struct reel_sb *sb, const struct conn *cc, int clien
 	reel_sb_put(sb, c->jfrag, c->jfrag_len);
 }
 
-static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
-			 struct reel_sb *sb)
+/* A txn line from values only (the JSON worker formats it in its thread):
+ * the connection's fields come preformatted in frag. */
+static void fmt_txn_json_core(struct reel_sb *sb, uint64_t serial, uint64_t real_ts,
+			      const char *frag, size_t frag_len, bool tls, const struct reel_txn *t)
 {
-	int client = c->role == REEL_ROLE_SERVER ? 1 : 0;
-	uint64_t ts = t->req_ts ? t->req_ts : t->resp_ts;
-
 	/* the hot sink: no printf */
 	reel_sb_puts(sb, "{\"type\":\"txn\",\"proto\":\"");
 	reel_sb_puts(sb, reel_proto_name(t->proto));
 	reel_sb_putc(sb, '"');
-	json_u64(sb, "conn", c->serial);
-	json_time(sb, "ts", real_ns(p, c->file_idx, ts));
-	txn_conn_fields(sb, c, client);
+	json_u64(sb, "conn", serial);
+	json_time(sb, "ts", real_ts);
+	reel_sb_put(sb, frag, frag_len);
 	json_str(sb, "method", t->method);
 	json_str(sb, "target", t->target);
 	json_i64(sb, "status", t->status);
@@ -1249,9 +1277,111 @@ static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const st
 	}
 	reel_sb_putc(sb, ']');
 	json_str(sb, "detail", t->detail);
-	if (c->tls)
+	if (tls)
 		reel_sb_puts(sb, ",\"tls\":true");
 	reel_sb_putc(sb, '}');
+}
+
+static uint64_t txn_real_ts(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t)
+{
+	return real_ns(p, c->file_idx, t->req_ts ? t->req_ts : t->resp_ts);
+}
+
+static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
+			 struct reel_sb *sb)
+{
+	char frag[512];
+	struct reel_sb f;
+
+	reel_sb_init(&f, frag, sizeof(frag));
+	txn_conn_fields(&f, c, c->role == REEL_ROLE_SERVER ? 1 : 0);
+	if (f.len >= sizeof(frag)) { /* cannot happen (comm, fd, two endpoints) */
+		f.len = 0;
+		frag[0] = 0;
+	}
+	fmt_txn_json_core(sb, c->serial, txn_real_ts(p, c, t), frag, f.len, c->tls, t);
+}
+
+/* Queues a txn for the JSON worker; false if its fields do not fit. */
+static bool jw_queue_txn(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t)
+{
+	struct jw_txn *j = reel_workq__reserve(p->jwq, sizeof(*j));
+	struct reel_sb f;
+
+	reel_sb_init(&f, j->frag, sizeof(j->frag));
+	txn_conn_fields(&f, c, c->role == REEL_ROLE_SERVER ? 1 : 0);
+	if (f.len >= sizeof(j->frag))
+		return false; /* the reservation is simply not committed */
+	j->kind = JW_TXN;
+	j->frag_len = (uint16_t)f.len;
+	j->tls = c->tls;
+	j->serial = c->serial;
+	j->real_ts = txn_real_ts(p, c, t);
+	memcpy(&j->t, t, sizeof(*t));
+	reel_workq__commit(p->jwq);
+	return true;
+}
+
+/* The worker's side: write the staging buffer (whole MiBs, or all). */
+static void jw_write(struct jw *w, bool all)
+{
+	size_t n = all ? w->len : w->len / JBUF_FLUSH * JBUF_FLUSH, rest = w->len - n;
+	const char *q = w->buf;
+	size_t left = n;
+
+	while (left && !w->err) {
+		ssize_t k = write(w->fd, q, left);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			w->err = k < 0 ? -errno : -EIO;
+			break;
+		}
+		q += k;
+		left -= (size_t)k;
+	}
+	if (w->err) {
+		w->len = 0;
+		return;
+	}
+	if (rest && n)
+		memmove(w->buf, w->buf + n, rest);
+	w->len = rest;
+}
+
+static void jw_run(void *ctx, const void *item, size_t len)
+{
+	struct jw *w = ctx;
+	uint32_t kind;
+
+	if (!item) { /* drain */
+		jw_write(w, true);
+		return;
+	}
+	memcpy(&kind, item, sizeof(kind));
+	/* len < JBUF_FLUSH before each item: JBUF_LINE of room at least */
+	if (kind == JW_TEXT) {
+		const struct jw_text *t = item;
+
+		(void)len;
+		memcpy(w->buf + w->len, t->s, t->len);
+		w->buf[w->len + t->len] = '\n';
+		w->len += t->len + 1;
+	} else if (kind == JW_TXN) {
+		const struct jw_txn *j = item;
+		size_t room = JBUF_FLUSH + JBUF_LINE - w->len;
+		struct reel_sb sb;
+
+		reel_sb_init(&sb, w->buf + w->len, room);
+		fmt_txn_json_core(&sb, j->serial, j->real_ts, j->frag, j->frag_len, j->tls, &j->t);
+		if (sb.len + 1 < room) { /* a txn line is a few KiB at most */
+			w->buf[w->len + sb.len] = '\n';
+			w->len += sb.len + 1;
+		}
+	}
+	if (w->len >= JBUF_FLUSH)
+		jw_write(w, false);
 }
 
 static void put_reltime(struct reel_sb *sb, uint64_t ts, uint64_t t0)
@@ -1311,6 +1441,8 @@ static void on_txn(void *ctx, const struct reel_txn *t)
 		server_ep(c, ep, sizeof(ep));
 		reel_summary_txn(p->sum, t, ep);
 	}
+	if (p->o.json && p->jwq && jw_queue_txn(p, c, t))
+		goto print;
 	if (p->o.json && p->jbuf) {
 		size_t room = JBUF_FLUSH + JBUF_LINE - p->jlen;
 
@@ -2207,10 +2339,18 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 	    p->o.json != p->o.hints) {
 		int fd = fileno(p->o.json);
 
-		/* a writer thread when the FILE has an fd, else staged by hand */
-		if (fd >= 0 && (p->jq = reel_outq__new(fd, JBUF_FLUSH + JBUF_LINE, 4)))
-			p->jbuf = (char *)reel_outq__buf(p->jq);
-		else
+		/* a thread formats and writes when the FILE has an fd (nothing is
+		 * in the FILE yet); else lines are staged here */
+		p->jw.fd = fd;
+		p->jw.buf = fd >= 0 ? malloc(JBUF_FLUSH + JBUF_LINE) : NULL;
+		if (p->jw.buf) {
+			p->jwq = reel_workq__new(1u << 20, jw_run, &p->jw);
+			if (!p->jwq) {
+				free(p->jw.buf);
+				p->jw.buf = NULL;
+			}
+		}
+		if (!p->jwq)
 			p->jbuf = malloc(JBUF_FLUSH + JBUF_LINE);
 	}
 	p->jfd = p->jbuf ? fileno(p->o.json) : -1;
@@ -2459,10 +2599,10 @@ void reel_pipeline__free(struct reel_pipeline *p)
 		conn_table_free(&p->ct);
 	if (p->o.json)
 		json_flush(p);
-	if (p->jq)
-		reel_outq__free(p->jq);
-	else
-		free(p->jbuf);
+	if (p->jwq)
+		reel_workq__free(p->jwq);
+	free(p->jw.buf);
+	free(p->jbuf);
 	reel_reorder_free(&p->ro);
 	reel_pcapng__close(p->png);
 	reel_pcapw__close(p->pcw);
