@@ -37,6 +37,8 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EPIPE) /* as if the program had written it */
+				kill(getpid(), SIGPIPE);
 			return -errno;
 		}
 		if (k == 0)

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <pcap/pcap.h>
@@ -1336,6 +1337,10 @@ static void jw_write(struct jw *w, bool all)
 			continue;
 		if (k <= 0) {
 			w->err = k < 0 ? -errno : -EIO;
+			/* the thread blocks signals: a closed pipe kills the
+			 * program as it would have without the thread */
+			if (w->err == -EPIPE)
+				kill(getpid(), SIGPIPE);
 			break;
 		}
 		q += k;
