@@ -39,10 +39,9 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 #define RDONLY(type, p) ((type *)bpf_rdonly_cast((const void *)(p), bpf_core_type_id_kernel(type)))
 
-/* The struct file behind `fd` of the current task, or NULL. */
-static __always_inline struct file *fd_file(int fd)
+/* The struct file behind `fd` of `task` (the current task), or NULL. */
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt;
 	struct file *f = NULL;
 	__u64 fda;
@@ -81,12 +80,12 @@ static __always_inline __u8 sock_classify(__u64 skp, __u8 *family)
 	return REEL_L4_UNKNOWN;
 }
 
-/* Resolves fd of the current task to a socket reel captures: 0 with `si`
+/* Resolves fd of `task` (the current task) to a socket reel captures: 0 with `si`
  * filled, or -1 (not a socket, or a kind reel ignores). Direct BTF loads
  * only. */
-static __always_inline int fd_sock_info(int fd, struct sock_info *si)
+static __always_inline int fd_sock_info(struct task_struct *task, int fd, struct sock_info *si)
 {
-	struct file *fp = fd_file(fd);
+	struct file *fp = fd_file(task, fd);
 	struct socket *sock;
 	struct inode *inode;
 	struct file *f;

@@ -37,7 +37,7 @@ const volatile __u32 self_tgid = 0;
 const volatile __u32 snaplen = REEL_SNAPLEN_DEFAULT;
 const volatile __u8 filter_pids = 0;
 const volatile __u8 filter_comm = 0;
-const volatile char comm_filter[REEL_COMM_LEN] = {};
+const volatile char comm_filter[REEL_COMM_LEN] __attribute__((aligned(8))) = {};
 const volatile __u64 filter_cgroup = 0;
 const volatile __u32 nports = 0;
 const volatile __u16 ports[REEL_PORTS_MAX] = {}; /* network order */
@@ -96,6 +96,7 @@ struct {
 /* The arguments of the call ending now, read at sys_exit from the thread's
  * saved user registers (see call_args). */
 struct call_args {
+	__u64 id;   /* bpf_get_current_pid_tgid() */
 	__u64 buf;  /* buffer, iovec array, msghdr or mmsghdr array (user) */
 	__u64 cnt;  /* count / iovcnt / vlen */
 	__u64 addr; /* sendto/recvfrom address (user) */
@@ -183,30 +184,43 @@ static __always_inline int output(void *ctx, void *data, __u64 size)
 /* ------------------------------------------------------------------ */
 /* Filters                                                             */
 
-static __always_inline bool comm_matches(void)
+/* Bytes 0..L of a u64 holding the first 8 bytes of a NUL-terminated string,
+ * where L is the index of its first NUL (all 8 bytes when it has none). */
+static __always_inline __u64 str_mask(__u64 w)
 {
-	char c[REEL_COMM_LEN];
+	__u64 z = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
 
-	bpf_get_current_comm(c, sizeof(c));
-	for (int i = 0; i < REEL_COMM_LEN; i++) {
-		if (c[i] != comm_filter[i])
-			return false;
-		if (!c[i])
-			break;
-	}
-	return true;
+	/* the lowest flagged byte is the first NUL (the trick only errs above it) */
+	z &= -z;
+	return z ? (z << 1) - 1 : ~0ULL;
 }
 
-/* Everything that can be decided before looking at the fd. */
-static __always_inline bool in_scope(__u32 tgid)
+/* The thread's comm against comm_filter: equal up to and including the
+ * filter's NUL. Two direct loads of task->comm instead of
+ * bpf_get_current_comm (a helper call and a padded copy, ~60-80 ns here):
+ * this runs at every traced syscall of every process when --comm is set. */
+static __always_inline bool comm_matches(struct task_struct *task)
+{
+	__u64 f0 = *(const volatile __u64 *)&comm_filter[0];
+	__u64 f1 = *(const volatile __u64 *)&comm_filter[8];
+	__u64 m0 = str_mask(f0), m1 = m0 == ~0ULL ? str_mask(f1) : 0;
+	/* BTF loads: a u64 inside an array of char is a scalar access */
+	__u64 c0 = *(__u64 *)&task->comm[0];
+	__u64 c1 = *(__u64 *)&task->comm[8];
+
+	return !((c0 ^ f0) & m0) && !((c1 ^ f1) & m1);
+}
+
+/* Everything that can be decided before looking at the fd, cheapest first. */
+static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
 {
 	if (tgid == self_tgid)
+		return false;
+	if (filter_comm && !comm_matches(task))
 		return false;
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return false;
 	if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup)
-		return false;
-	if (filter_comm && !comm_matches())
 		return false;
 	return true;
 }
@@ -231,9 +245,9 @@ static __always_inline bool ports_match(const struct sock_info *si)
 
 /* Resolves fd of the current task to a captured socket that passes the
  * port filter. 0 or -1. */
-static __always_inline int sock_lookup(int fd, struct sock_info *si)
+static __always_inline int sock_lookup(struct task_struct *task, int fd, struct sock_info *si)
 {
-	if (fd_sock_info(fd, si))
+	if (fd_sock_info(task, fd, si))
 		return -1;
 	return ports_match(si) ? 0 : -1;
 }
@@ -249,18 +263,18 @@ static __always_inline int sock_lookup(int fd, struct sock_info *si)
  * or -1. */
 static __always_inline int call_args(struct call_args *a, __u16 sys)
 {
-	struct task_struct *task;
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 p1, p2, p3;
 
-	if (!in_scope(id >> 32))
+	if (!in_scope(id >> 32, task))
 		return -1;
-	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	p1 = PT_REGS_PARM1_SYSCALL(regs);
 	p2 = PT_REGS_PARM2_SYSCALL(regs);
 	p3 = PT_REGS_PARM3_SYSCALL(regs);
+	a->id = id;
 	a->sys = sys;
 	a->fd = p1;
 	a->buf = p2;
@@ -302,7 +316,7 @@ static __always_inline int call_args(struct call_args *a, __u16 sys)
 	case REEL_SYS_SPLICE:
 		/* socket -> pipe is ingress, pipe -> socket egress */
 		a->dir = REEL_DIR_INGRESS;
-		if (!sock_lookup(p1, &a->si))
+		if (!sock_lookup(task, p1, &a->si))
 			return 0;
 		a->dir = REEL_DIR_EGRESS;
 		a->fd = p3;
@@ -311,7 +325,7 @@ static __always_inline int call_args(struct call_args *a, __u16 sys)
 		a->dir = REEL_DIR_INGRESS;
 		break;
 	}
-	return sock_lookup(a->fd, &a->si);
+	return sock_lookup(task, a->fd, &a->si);
 }
 
 /* ------------------------------------------------------------------ */
@@ -509,7 +523,7 @@ static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct 
 {
 	struct walk_state *st = &s->st;
 	struct loop_ctx lc = {.ctx = ctx};
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = a->id;
 
 	__builtin_memset(st, 0, sizeof(*st));
 	st->buf = m->buf;
@@ -580,7 +594,6 @@ static __always_inline void fill_seq(const struct call_args *a, struct msg_desc 
 
 static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
 	struct conn_state *c;
 	struct scratch *s;
@@ -590,7 +603,7 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 		return 0;
 	if (call_args(&a, sys))
 		return 0;
-	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
+	c = conn_get(ctx, a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!c)
 		return 0;
 	s = scratch_get();
@@ -637,11 +650,13 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 }
 
 /* sendmmsg/recvmmsg: `ret` messages, each with its own msg_len. */
-struct mmsg_tail_ctx {
+struct mmsg_ctx {
 	void *ctx;
 	struct call_args *a;
 	struct conn_state *c;
 	__u32 n;
+	__u32 lens[REEL_MMSG_MAX];
+	__u64 after; /* bytes of the first REEL_MMSG_MAX messages after message j */
 };
 
 static __always_inline __u32 mmsg_len(__u64 vec, __u32 j)
@@ -654,84 +669,70 @@ static __always_inline __u32 mmsg_len(__u64 vec, __u32 j)
 	return len;
 }
 
-static long mmsg_tail_step(__u32 i, void *arg)
+/* Message j: captured like its own call for j < REEL_MMSG_MAX, length-only
+ * after. One bpf_loop callback for all of them, so the verifier walks
+ * emit_msg once instead of once per unrolled message (~0.2 s per program). */
+static long mmsg_step(__u32 j, void *arg)
 {
-	struct mmsg_tail_ctx *tc = arg;
-	__u32 j = REEL_MMSG_MAX + i;
-	struct scratch *s;
+	struct mmsg_ctx *mc = arg;
+	struct call_args *a = mc->a;
 	struct msg_desc m = {};
+	struct scratch *s;
 
-	if (j >= tc->n)
+	if (j >= mc->n)
 		return 1;
 	s = scratch_get();
 	if (!s)
 		return 1;
-	m.total = mmsg_len(tc->a->buf, j);
-	if (!m.total)
-		return 0;
+	if (j < REEL_MMSG_MAX) {
+		struct user_msghdr mh = {};
+
+		m.total = mc->lens[j & (REEL_MMSG_MAX - 1)];
+		mc->after -= m.total;
+		if (!m.total)
+			return 0;
+		bpf_probe_read_user(&mh, sizeof(mh),
+				    (void *)(a->buf + (__u64)j * sizeof(struct mmsghdr)));
+		m.buf = (__u64)mh.msg_iov;
+		m.buflen = mh.msg_iovlen;
+		m.is_iov = 1;
+		/* seq: messages past REEL_MMSG_MAX are not counted (TCP mmsg is rare) */
+		fill_seq(a, &m, mc->after);
+		if (mh.msg_name && a->si.l4 == REEL_L4_UDP && !user_sockaddr(mh.msg_name, &m.peer))
+			m.has_peer = 1;
+	} else {
+		m.total = mmsg_len(a->buf, j);
+		if (!m.total)
+			return 0;
+		m.flags = REEL_DATAF_TRUNCATED | REEL_DATAF_LENGTH_ONLY;
+		kstat_inc(RS_MMSG_TAIL);
+	}
 	m.call_len = m.total;
 	m.msg = j;
-	m.flags = REEL_DATAF_TRUNCATED | REEL_DATAF_LENGTH_ONLY;
-	kstat_inc(RS_MMSG_TAIL);
-	emit_msg(tc->ctx, s, tc->a, tc->c, &m);
+	emit_msg(mc->ctx, s, a, mc->c, &m);
 	return 0;
 }
 
 static __always_inline int mmsg_exit(void *ctx, long ret, __u16 sys)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
-	struct conn_state *c;
-	__u32 lens[REEL_MMSG_MAX] = {};
-	__u64 after = 0;
-	__u32 n;
+	struct mmsg_ctx mc = {.ctx = ctx, .a = &a};
 
 	if (ret <= 0)
 		return 0;
 	if (call_args(&a, sys))
 		return 0;
-	c = conn_get(ctx, id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
-	if (!c)
+	mc.c = conn_get(ctx, a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
+	if (!mc.c)
 		return 0;
-	n = ret;
+	mc.n = ret;
 	for (__u32 j = 0; j < REEL_MMSG_MAX; j++) {
-		if (j >= n)
+		if (j >= mc.n)
 			break;
-		lens[j] = mmsg_len(a.buf, j);
-		after += lens[j];
+		mc.lens[j] = mmsg_len(a.buf, j);
+		mc.after += mc.lens[j];
 	}
-	for (__u32 j = 0; j < REEL_MMSG_MAX; j++) {
-		struct user_msghdr mh = {};
-		struct msg_desc m = {};
-		struct scratch *s;
-
-		if (j >= n)
-			break;
-		after -= lens[j];
-		if (!lens[j])
-			continue;
-		s = scratch_get();
-		if (!s)
-			return 0;
-		bpf_probe_read_user(&mh, sizeof(mh),
-				    (void *)(a.buf + (__u64)j * sizeof(struct mmsghdr)));
-		m.buf = (__u64)mh.msg_iov;
-		m.buflen = mh.msg_iovlen;
-		m.is_iov = 1;
-		m.total = lens[j];
-		m.call_len = lens[j];
-		m.msg = j;
-		/* seq: messages past REEL_MMSG_MAX are not counted (TCP mmsg is rare) */
-		fill_seq(&a, &m, after);
-		if (mh.msg_name && a.si.l4 == REEL_L4_UDP && !user_sockaddr(mh.msg_name, &m.peer))
-			m.has_peer = 1;
-		emit_msg(ctx, s, &a, c, &m);
-	}
-	if (n > REEL_MMSG_MAX) {
-		struct mmsg_tail_ctx tc = {.ctx = ctx, .a = &a, .c = c, .n = n};
-
-		bpf_loop(R_MMSG_LIMIT - REEL_MMSG_MAX, mmsg_tail_step, &tc, 0);
-	}
+	bpf_loop(R_MMSG_LIMIT, mmsg_step, &mc, 0);
 	return 0;
 }
 
@@ -773,7 +774,6 @@ int exit_recvmmsg(struct trace_event_raw_sys_exit *ctx)
 /* connect() returned 0 or -EINPROGRESS on a.fd, or accept returned fd `ret`. */
 static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 {
-	__u64 id = bpf_get_current_pid_tgid();
 	struct call_args a;
 	struct sock_info si = {};
 	__u8 role;
@@ -791,9 +791,9 @@ static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 		role = REEL_ROLE_SERVER;
 		ret = 0;
 	}
-	if (sock_lookup(fd, &si))
+	if (sock_lookup(bpf_get_current_task_btf(), fd, &si))
 		return 0;
-	conn_get(ctx, id >> 32, fd, &si, role, a.sys, ret, true);
+	conn_get(ctx, a.id >> 32, fd, &si, role, a.sys, ret, true);
 	return 0;
 }
 
@@ -823,6 +823,7 @@ TP_EXIT(close)
 int exit_close(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task;
 	struct pt_regs *regs;
 	struct conn_state *c;
 	__u64 key;
@@ -830,11 +831,12 @@ int exit_close(struct trace_event_raw_sys_exit *ctx)
 
 	if ((id >> 32) == self_tgid || ctx->ret == -R_EBADF)
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	task = bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	fd = PT_REGS_PARM1_SYSCALL(regs);
 	key = (id & 0xffffffff00000000ULL) | (__u32)fd;
 	c = bpf_map_lookup_elem(&conns, &key);
-	if (!c || fd_file(fd))
+	if (!c || fd_file(task, fd))
 		return 0;
 	emit_close(ctx, id >> 32, fd, c);
 	bpf_map_delete_elem(&conns, &key);
@@ -853,7 +855,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (ptgid == ctgid) /* a thread */
 		return 0;
-	if (!in_scope(ptgid))
+	if (!in_scope(ptgid, bpf_get_current_task_btf()))
 		return 0;
 	if (filter_pids)
 		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
@@ -871,7 +873,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	struct reel_ev_proc_exec *ev;
 	const char *fn;
 
-	if (!in_scope(p->tgid))
+	if (!in_scope(p->tgid, bpf_get_current_task_btf()))
 		return 0;
 	/* the event is 304 bytes: build it in the scratch buffer, not the stack */
 	s = scratch_get();
@@ -897,7 +899,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (p->pid != p->tgid) /* a thread; the leader's exit stands for the process */
 		return 0;
-	if (!in_scope(tgid))
+	if (!in_scope(tgid, bpf_get_current_task_btf()))
 		return 0;
 	ev_hdr(&ev.hdr, REEL_EV_PROC_EXIT, sizeof(ev));
 	ev.exit_code = BPF_CORE_READ(p, exit_code);
