@@ -6,6 +6,7 @@
 #ifndef REEL_FORMAT_INTERNAL_H
 #define REEL_FORMAT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <assert.h>
@@ -36,6 +37,9 @@ _Static_assert(sizeof(struct reel_cpu_stats) == 40, "reel_cpu_stats layout");
 #define REEL_HDR_SIG	     "REEL"
 #define REEL_IDX_SIG	     "RIDX"
 #define REEL_IDX_ENTRY_FIXED 72 /* bytes of an index entry before its per-CPU pairs */
+/* The index frame has its own version (FORMAT.md 5), unchanged by format 2.0. */
+#define REEL_INDEX_MAJOR 1
+#define REEL_INDEX_MINOR 0
 
 /* Sanity limits a reader enforces before trusting a length. */
 #define REEL_MAX_BLOCK_RAW   (64u << 20) /* declared content size of a data frame */
@@ -134,6 +138,7 @@ struct reel_hdr_facts {
 	int argc;
 	uint32_t ncpu, page_size, abi_version, snaplen, file_seq;
 	struct reel_clock clock;
+	const struct reel_coding *coding; /* NULL or scheme 0: blocks not coded, format 1.0 */
 };
 /* Builds the whole header skippable frame into a malloc'd buffer. */
 int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out_len);
@@ -142,6 +147,40 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
  * -REEL_ERR_CHECKSUM or -REEL_ERR_CORRUPT with a message in err. */
 int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char *err,
 		      size_t errlen);
+
+/* Record coding (reel_coding.c, FORMAT.md 4.1). */
+#define REEL_CODING_TS_SLOTS 64 /* timestamps are deltas per (cpu mod 64) */
+/* reel_header.coding.scheme of a header whose RECORD_CODING TLV is invalid */
+#define REEL_CODING_INVALID 0xffff
+
+struct kslot;
+struct reel_codec {
+	/* writer: key table of the last record per key, valid for slots of generation gen */
+	struct kslot *tab;
+	uint32_t gen;
+	/* reader: output offset of every record of the block being decoded */
+	uint32_t *offs;
+	size_t offs_cap;
+};
+
+int reel_codec_init(struct reel_codec *cx, bool encoder);
+void reel_codec_free(struct reel_codec *cx);
+/* The RECORD_CODING TLV value: its length, and writing it into v. */
+size_t reel_coding_tlv_len(const struct reel_coding *c);
+void reel_coding_tlv_put(const struct reel_coding *c, uint8_t *v);
+/* Parses a TLV value into *c. Returns 0, -REEL_ERR_VERSION (unknown scheme)
+ * or -EINVAL (invalid parameters; then *c is scheme 0), with a message. */
+int reel_coding_tlv_parse(const uint8_t *v, uint32_t len, struct reel_coding *c, char *err,
+			  size_t errlen);
+/* Codes the raw block `raw` (len bytes of well-formed records, reserved
+ * fields 0) into `out` (len bytes, not overlapping). Cannot fail. */
+void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *raw,
+			size_t len, uint8_t *out);
+/* Decodes a coded block `in` into `out` (len bytes each, not overlapping),
+ * validating every length and reference. Returns 0, -REEL_ERR_CORRUPT or
+ * -ENOMEM with a message in err. */
+int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *in,
+		       size_t len, uint8_t *out, char *err, size_t errlen);
 
 /* Test hook: while paused the background thread compresses nothing, so the
  * queue fills. Unpausing wakes it. No effect with threads = -1. */

@@ -26,8 +26,12 @@
 extern "C" {
 #endif
 
-#define REEL_FORMAT_MAJOR 1
-#define REEL_FORMAT_MINOR 0
+/* Newest format version this library reads and writes. A file is 2.0 when its
+ * blocks are record-coded (REEL_META_RECORD_CODING), else 1.0, which readers of
+ * 1.x read too. Readers accept majors REEL_FORMAT_MAJOR_MIN..REEL_FORMAT_MAJOR. */
+#define REEL_FORMAT_MAJOR     2
+#define REEL_FORMAT_MINOR     0
+#define REEL_FORMAT_MAJOR_MIN 1
 
 /* ------------------------------------------------------------------ */
 /* Logging                                                             */
@@ -178,10 +182,63 @@ enum reel_meta_tag {
 	REEL_META_SNAPLEN = 11,	      /* u32 */
 	REEL_META_FILE_SEQ = 12,      /* u32: rotation sequence number, from 0 */
 	REEL_META_SAMPLE_FORMAT = 13, /* u32: 1 = perf raw data bytes (after the u32 size) */
+	REEL_META_RECORD_CODING = 14, /* struct reel_coding (FORMAT.md 4.1); format 2.x only */
 	/* u32: CRC-32 (zlib) of the header payload before this TLV; always the last TLV.
 	 * A reader that finds it wrong still reads the blocks (reports the damage). */
 	REEL_META_HEADER_CRC = 255,
 };
+
+/*
+ * Record coding (FORMAT.md 4.1): a lossless transform of each block's records
+ * that the writer applies before compression and the reader reverses before
+ * any record is returned, so records read back byte for byte as appended.
+ * Every coded block: record timestamps as deltas per CPU, the timestamps and
+ * the reference distances stored as byte planes after the records. Records of
+ * type `rec_type` (SAMPLE) also get their `fields` coded against the previous
+ * record of the block with the same `keys` bytes (the reference), or against
+ * the record's own timestamp. The library knows no event layout: the program
+ * that knows it (reelcap, from bpf/reel_abi.h) passes these parameters, and
+ * the file header keeps them, so any reader decodes any file.
+ */
+enum reel_code_op {
+	REEL_CODE_DELTA = 1,   /* value - reference's value */
+	REEL_CODE_ADVANCE = 2, /* value - (reference's value + reference's aux field) */
+	REEL_CODE_TS = 3,      /* value - this record's timestamp (ts_ns) */
+};
+/* op flag: the coded value is stored in byte planes after the records */
+#define REEL_CODE_COLUMN 0x80
+
+struct reel_coding_field {
+	uint16_t off;	   /* payload offset */
+	uint8_t width;	   /* 4 or 8 */
+	uint8_t op;	   /* enum reel_code_op, | REEL_CODE_COLUMN */
+	uint16_t aux_off;  /* REEL_CODE_ADVANCE: payload offset of the reference's addend */
+	uint8_t aux_width; /* REEL_CODE_ADVANCE: 4 or 8 (zero-extended); else 0 */
+	uint8_t reserved;  /* 0 */
+};
+
+struct reel_coding_key {
+	uint16_t off; /* payload offset */
+	uint16_t len; /* bytes, >= 1 */
+};
+
+#define REEL_CODING_V1	       1 /* the only scheme so far */
+#define REEL_CODING_MAX_KEYS   8
+#define REEL_CODING_MAX_KEYLEN 64 /* key bytes over all ranges */
+#define REEL_CODING_MAX_FIELDS 64
+
+struct reel_coding {
+	uint16_t scheme;   /* 0 = records stored as they are; REEL_CODING_V1 */
+	uint16_t rec_type; /* record type whose payloads carry `fields` (REEL_REC_SAMPLE) */
+	uint16_t nkeys;	   /* key ranges: what picks the reference (writer side) */
+	uint16_t nfields;  /* sorted by off, not overlapping */
+	struct reel_coding_key keys[REEL_CODING_MAX_KEYS];
+	struct reel_coding_field fields[REEL_CODING_MAX_FIELDS];
+};
+
+/* Checks coding parameters (scheme 0 is valid: no coding). Returns 0 or
+ * -EINVAL with the reason in err (may be NULL). */
+int reel_coding_check(const struct reel_coding *c, char *err, size_t errlen);
 
 /* Parsed header. Strings are NUL-terminated copies owned by the reader;
  * absent ones are "" and absent numbers 0. */
@@ -204,6 +261,8 @@ struct reel_header {
 	 * final NUL, cut at 4096 bytes (cmdline_raw_len). */
 	char cmdline_raw[4096];
 	uint32_t cmdline_raw_len;
+	/* How the blocks are coded (scheme 0: not coded; always 0 in 1.x files). */
+	struct reel_coding coding;
 };
 
 /* ------------------------------------------------------------------ */
@@ -247,6 +306,10 @@ struct reel_writer_opts {
 	 * clock pair, exact command line, ABI and tool version, snaplen, file
 	 * seq) instead of the running host. Read during open only. */
 	const struct reel_header *copy_header;
+	/* Record coding of the blocks (copied during open). NULL: the coding of
+	 * copy_header if given, else none; a struct with scheme 0: none. A coded
+	 * file is format 2.0, an uncoded one 1.0. */
+	const struct reel_coding *coding;
 };
 #define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 

@@ -71,10 +71,13 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
 	uint32_t crc;
 
 	/* Skippable frame header (patched at the end), then "REEL" u16 major u16 minor. */
+	bool coded = f->coding && f->coding->scheme;
+
 	put_raw(&b, NULL, 8);
 	memcpy(sig, REEL_HDR_SIG, 4);
-	wr16(sig + 4, REEL_FORMAT_MAJOR);
-	wr16(sig + 6, REEL_FORMAT_MINOR);
+	/* 1.0 readers read an uncoded file: only a coded one needs 2.0 */
+	wr16(sig + 4, coded ? 2 : 1);
+	wr16(sig + 6, 0);
 	put_raw(&b, sig, 8);
 	put_str(&b, REEL_META_HOSTNAME, f->hostname);
 	put_str(&b, REEL_META_KERNEL, f->kernel);
@@ -114,6 +117,18 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
 	put_u32(&b, REEL_META_SNAPLEN, f->snaplen);
 	put_u32(&b, REEL_META_FILE_SEQ, f->file_seq);
 	put_u32(&b, REEL_META_SAMPLE_FORMAT, 1);
+	if (coded) {
+		size_t n = reel_coding_tlv_len(f->coding);
+		uint8_t *v = malloc(n);
+
+		if (!v) {
+			free(b.p);
+			return -ENOMEM;
+		}
+		reel_coding_tlv_put(f->coding, v);
+		put(&b, REEL_META_RECORD_CODING, v, (uint32_t)n);
+		free(v);
+	}
 	if (b.err) {
 		free(b.p);
 		return b.err;
@@ -143,24 +158,14 @@ static void copy_str(char *dst, size_t cap, const uint8_t *v, uint32_t len, bool
 				dst[i] = ' ';
 }
 
-int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char *err, size_t errlen)
+/* The TLVs of a header payload into *h. *coding_seen: a RECORD_CODING TLV
+ * was parsed (valid or not: then h->coding.scheme is 0 and cerr says why). */
+static int parse_tlvs(const uint8_t *p, size_t len, struct reel_header *h, char *err, size_t errlen,
+		      bool *coding_seen, char *cerr, size_t cerrlen)
 {
 	size_t off = 8;
 	bool have_crc = false;
 
-	memset(h, 0, sizeof(*h));
-	if (len < 8 || memcmp(p, REEL_HDR_SIG, 4)) {
-		snprintf(err, errlen, "header at offset 0: no \"REEL\" signature");
-		return -REEL_ERR_MAGIC;
-	}
-	h->major = rd16(p + 4);
-	h->minor = rd16(p + 6);
-	if (h->major != REEL_FORMAT_MAJOR) {
-		snprintf(err, errlen,
-			 "header at offset 0: format version %u.%u, this reader reads %u.x",
-			 h->major, h->minor, REEL_FORMAT_MAJOR);
-		return -REEL_ERR_VERSION;
-	}
 	while (off < len) {
 		uint16_t tag;
 		uint32_t vlen;
@@ -242,6 +247,20 @@ int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char 
 				h->sample_format = x;
 			break;
 		}
+		case REEL_META_RECORD_CODING: {
+			int rc;
+
+			/* 1.x files are never coded (what a 1.x reader assumes) */
+			if (h->major < 2 || *coding_seen)
+				break;
+			*coding_seen = true;
+			rc = reel_coding_tlv_parse(v, vlen, &h->coding, cerr, cerrlen);
+			if (rc == -REEL_ERR_VERSION) {
+				snprintf(err, errlen, "header at offset %zu: %s", off + 8, cerr);
+				return rc;
+			}
+			break;
+		}
 		default:
 			break; /* unknown tags are skipped */
 		}
@@ -254,4 +273,43 @@ int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char 
 		return -REEL_ERR_CORRUPT;
 	}
 	return 0;
+}
+
+int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char *err, size_t errlen)
+{
+	bool coding_seen = false;
+	char cerr[160] = "";
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	if (len < 8 || memcmp(p, REEL_HDR_SIG, 4)) {
+		snprintf(err, errlen, "header at offset 0: no \"REEL\" signature");
+		return -REEL_ERR_MAGIC;
+	}
+	h->major = rd16(p + 4);
+	h->minor = rd16(p + 6);
+	if (h->major < REEL_FORMAT_MAJOR_MIN || h->major > REEL_FORMAT_MAJOR) {
+		snprintf(err, errlen,
+			 "header at offset 0: format version %u.%u, this reader reads %u.x to %u.x",
+			 h->major, h->minor, REEL_FORMAT_MAJOR_MIN, REEL_FORMAT_MAJOR);
+		return -REEL_ERR_VERSION;
+	}
+	rc = parse_tlvs(p, len, h, err, errlen, &coding_seen, cerr, sizeof(cerr));
+	if (rc == -REEL_ERR_VERSION)
+		return rc;
+	/* A 2.x file's blocks are coded: without the parameters (missing, damaged:
+	 * the TLV has its own CRC) none can be decoded, and each block says so. */
+	if (h->major >= 2 && h->coding.scheme != REEL_CODING_V1) {
+		h->coding.scheme = REEL_CODING_INVALID;
+		if (!rc) {
+			if (coding_seen)
+				snprintf(err, errlen, "header: invalid record coding: %s", cerr);
+			else
+				snprintf(err, errlen,
+					 "header: format %u.%u without a record coding (tag %u)",
+					 h->major, h->minor, REEL_META_RECORD_CODING);
+			rc = -REEL_ERR_CORRUPT;
+		}
+	}
+	return rc;
 }

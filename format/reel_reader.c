@@ -378,9 +378,9 @@ static int check_index(struct reel_reader *r, size_t fi, bool load, char *err, s
 			 (unsigned long long)f->off);
 		return -REEL_ERR_CORRUPT;
 	}
-	if (rd16(p + 4) != REEL_FORMAT_MAJOR) {
+	if (rd16(p + 4) != REEL_INDEX_MAJOR) {
 		snprintf(err, errlen, "index at offset %llu: version %u, expected %u",
-			 (unsigned long long)f->off, rd16(p + 4), REEL_FORMAT_MAJOR);
+			 (unsigned long long)f->off, rd16(p + 4), REEL_INDEX_MAJOR);
 		return -REEL_ERR_VERSION;
 	}
 	if (rd32(p + len - 4) != reel_crc32(0, p, len - 4)) {
@@ -477,16 +477,51 @@ short_:
 
 /* ---- blocks ---- */
 
-/* Decodes data frame f into *buf and validates every record header. */
-static int load_block_dctx(const struct reel_reader *r, struct ZSTD_DCtx_s *dctx,
-			   const struct rframe *f, uint8_t **buf, size_t *cap, size_t *out_len,
-			   struct reel_blkstat *st, char *err, size_t errlen)
+static int blkdec_init(struct reel_blkdec *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->dctx = ZSTD_createDCtx();
+	return d->dctx ? 0 : -ENOMEM;
+}
+
+static void blkdec_free(struct reel_blkdec *d)
+{
+	ZSTD_freeDCtx(d->dctx);
+	free(d->cbuf);
+	reel_codec_free(&d->codec);
+	memset(d, 0, sizeof(*d));
+}
+
+/* Grows *buf to hold n bytes (doubling from 64 KiB). */
+static int grow_buf(uint8_t **buf, size_t *cap, size_t n)
+{
+	size_t nc = *cap ? *cap : 65536;
+	uint8_t *nb;
+
+	if (n <= *cap)
+		return 0;
+	while (nc < n)
+		nc *= 2;
+	nb = realloc(*buf, nc);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
+	*cap = nc;
+	return 0;
+}
+
+/* Decompresses data frame f into *buf (a coded file's block through d->cbuf
+ * and the record decoder) and validates every record header. */
+static int load_block_dec(const struct reel_reader *r, struct reel_blkdec *d,
+			  const struct rframe *f, uint8_t **buf, size_t *cap, size_t *out_len,
+			  struct reel_blkstat *st, char *err, size_t errlen)
 {
 	const uint8_t *p = r->base + f->off;
 	unsigned long long cs;
 	size_t n, off = 0;
 	uint32_t recno = 0;
-	bool ck = false;
+	bool ck = false, coded = r->hdr.coding.scheme != 0;
+	uint8_t *dst;
 
 #define BLKERR(code, ...)                                                                          \
 	do {                                                                                       \
@@ -519,19 +554,10 @@ static int load_block_dctx(const struct reel_reader *r, struct ZSTD_DCtx_s *dctx
 	zhdr_size(p, f->size, &ck);
 	if (!ck)
 		BLKERR(-REEL_ERR_CORRUPT, "frame has no content checksum");
-	if (cs > *cap) {
-		size_t nc = *cap ? *cap : 65536;
-		uint8_t *nb;
-
-		while (nc < cs)
-			nc *= 2;
-		nb = realloc(*buf, nc);
-		if (!nb)
-			BLKERR(-ENOMEM, "out of memory for %llu bytes", cs);
-		*buf = nb;
-		*cap = nc;
-	}
-	n = ZSTD_decompressDCtx(dctx, *buf, cs ? cs : *cap, p, f->size);
+	if (grow_buf(buf, cap, cs) || (coded && grow_buf(&d->cbuf, &d->cbufcap, cs)))
+		BLKERR(-ENOMEM, "out of memory for %llu bytes", cs);
+	dst = coded ? d->cbuf : *buf;
+	n = ZSTD_decompressDCtx(d->dctx, dst, cs ? cs : (coded ? d->cbufcap : *cap), p, f->size);
 	if (ZSTD_isError(n)) {
 		if (ZSTD_getErrorCode(n) == ZSTD_error_checksum_wrong)
 			BLKERR(-REEL_ERR_CHECKSUM, "checksum mismatch");
@@ -539,6 +565,14 @@ static int load_block_dctx(const struct reel_reader *r, struct ZSTD_DCtx_s *dctx
 	}
 	if (n != cs)
 		BLKERR(-REEL_ERR_CORRUPT, "decompressed %zu bytes, header declares %llu", n, cs);
+	if (coded) {
+		char cerr[256];
+		int rc = reel_coding_decode(&r->hdr.coding, &d->codec, d->cbuf, cs, *buf, cerr,
+					    sizeof(cerr));
+
+		if (rc)
+			BLKERR(rc, "%s", cerr);
+	}
 	if (st)
 		reel_blkstat_reset(st);
 	while (off < cs) {
@@ -573,7 +607,7 @@ static int load_block_dctx(const struct reel_reader *r, struct ZSTD_DCtx_s *dctx
 static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **buf, size_t *cap,
 		      size_t *out_len, struct reel_blkstat *st, char *err, size_t errlen)
 {
-	return load_block_dctx(r, r->dctx, f, buf, cap, out_len, st, err, errlen);
+	return load_block_dec(r, &r->dec, f, buf, cap, out_len, st, err, errlen);
 }
 
 /* ------------------------------------------------------------------ */
@@ -586,7 +620,7 @@ struct reel_readahead {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct ZSTD_DCtx_s *dctx;
+	struct reel_blkdec dec;
 	struct rframe f; /* the job: a copy (r->frames may be reallocated) */
 	size_t fi;
 	uint8_t *buf;
@@ -607,9 +641,9 @@ static void *ra_main(void *arg)
 		if (ra->stop)
 			break;
 		pthread_mutex_unlock(&ra->mu);
-		/* the caller does not touch buf, f or dctx while PENDING */
-		ra->rc = load_block_dctx(ra->r, ra->dctx, &ra->f, &ra->buf, &ra->cap, &ra->len,
-					 NULL, ra->err, sizeof(ra->err));
+		/* the caller does not touch buf, f or dec while PENDING */
+		ra->rc = load_block_dec(ra->r, &ra->dec, &ra->f, &ra->buf, &ra->cap, &ra->len, NULL,
+					ra->err, sizeof(ra->err));
 		pthread_mutex_lock(&ra->mu);
 		ra->state = RA_DONE;
 		pthread_cond_broadcast(&ra->cv);
@@ -631,7 +665,7 @@ static void ra_free(struct reel_readahead *ra)
 	pthread_join(ra->th, NULL);
 	pthread_cond_destroy(&ra->cv);
 	pthread_mutex_destroy(&ra->mu);
-	ZSTD_freeDCtx(ra->dctx);
+	blkdec_free(&ra->dec);
 	free(ra->buf);
 	free(ra);
 }
@@ -645,8 +679,8 @@ static struct reel_readahead *ra_new(const struct reel_reader *r)
 	if (!ra)
 		return NULL;
 	ra->r = r;
-	ra->dctx = ZSTD_createDCtx();
-	if (!ra->dctx) {
+	if (blkdec_init(&ra->dec)) {
+		blkdec_free(&ra->dec);
 		free(ra);
 		return NULL;
 	}
@@ -659,7 +693,7 @@ static struct reel_readahead *ra_new(const struct reel_reader *r)
 	if (e) {
 		pthread_cond_destroy(&ra->cv);
 		pthread_mutex_destroy(&ra->mu);
-		ZSTD_freeDCtx(ra->dctx);
+		blkdec_free(&ra->dec);
 		free(ra);
 		return NULL;
 	}
@@ -1272,8 +1306,8 @@ static struct reel_reader *reader_new(const struct reel_reader_opts *opts, int *
 		memcpy(&r->o, opts, opts->sz < sizeof(r->o) ? opts->sz : sizeof(r->o));
 	}
 	r->o.sz = sizeof(r->o);
-	r->dctx = ZSTD_createDCtx();
-	if (!r->dctx) {
+	if (blkdec_init(&r->dec)) {
+		blkdec_free(&r->dec);
 		free(r);
 		*err = -ENOMEM;
 		return NULL;
@@ -1443,6 +1477,6 @@ void reel_reader__close(struct reel_reader *r)
 	free(r->buf);
 	free_index(r);
 	ra_free(r->ra);
-	ZSTD_freeDCtx(r->dctx);
+	blkdec_free(&r->dec);
 	free(r);
 }

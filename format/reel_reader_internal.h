@@ -7,13 +7,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reel_format.h"
+#include "format_internal.h"
 
 struct ZSTD_DCtx_s;
 
 enum { FK_HEADER, FK_DATA, FK_INDEX, FK_SEEK, FK_SKIP, FK_BAD, FK_TRUNC };
 enum { ST_UNSEEN, ST_OK, ST_BAD };
 enum { WHY_NONE, WHY_MAGIC, WHY_ZSTD, WHY_SKIP_LEN };
+
+/* What decoding a block takes besides the file: one per thread that decodes. */
+struct reel_blkdec {
+	struct ZSTD_DCtx_s *dctx;
+	/* coded files: a block decompresses here, then decodes into the record buffer */
+	uint8_t *cbuf;
+	size_t cbufcap;
+	struct reel_codec codec;
+};
 
 /* One frame (or damaged region) of the file. */
 struct rframe {
@@ -51,7 +60,7 @@ struct reel_reader {
 	size_t bufcap, blen, roff;
 	uint32_t cur_block;
 	size_t dropped; /* mapped bytes below this were given back (MADV_DONTNEED) */
-	struct ZSTD_DCtx_s *dctx;
+	struct reel_blkdec dec;
 	struct reel_readahead *ra; /* opts.readahead: the next block's decompression */
 	char errmsg[512];
 

@@ -89,6 +89,11 @@ struct reel_writer {
 	ZSTD_CCtx *cctx;
 	uint8_t *cbuf;
 	size_t ccap;
+	/* record coding (thread side, like cctx): the coded block goes to ebuf */
+	struct reel_coding coding;
+	struct reel_codec codec;
+	uint8_t *ebuf;
+	size_t ecap;
 
 	/* blocks */
 	struct wblock *blocks;
@@ -252,6 +257,7 @@ static void count_lost(struct reel_writer *w, const struct wblock *b)
 static void write_block(struct reel_writer *w, struct wblock *b)
 {
 	size_t bound = ZSTD_compressBound(b->len), cs;
+	const uint8_t *src = b->data;
 	uint64_t at = w->off;
 	int err;
 
@@ -270,7 +276,22 @@ static void write_block(struct reel_writer *w, struct wblock *b)
 		w->cbuf = n;
 		w->ccap = bound;
 	}
-	cs = ZSTD_compress2(w->cctx, w->cbuf, w->ccap, b->data, b->len);
+	if (w->coding.scheme) {
+		if (b->len > w->ecap) {
+			uint8_t *n = realloc(w->ebuf, b->len);
+
+			if (!n) {
+				note_error(w, -ENOMEM);
+				count_lost(w, b);
+				return;
+			}
+			w->ebuf = n;
+			w->ecap = b->len;
+		}
+		reel_coding_encode(&w->coding, &w->codec, b->data, b->len, w->ebuf);
+		src = w->ebuf;
+	}
+	cs = ZSTD_compress2(w->cctx, w->cbuf, w->ccap, src, b->len);
 	if (ZSTD_isError(cs)) {
 		reel_pr(REEL_WARN, "reel writer: zstd: %s\n", ZSTD_getErrorName(cs));
 		note_error(w, -EIO);
@@ -680,6 +701,7 @@ static int write_header(struct reel_writer *w)
 	f.snaplen = w->o.snaplen;
 	f.file_seq = w->o.file_seq;
 	f.clock = w->o.clock;
+	f.coding = &w->coding;
 	if (!f.clock.mono_ns && !f.clock.real_ns) {
 		f.clock.mono_ns = reel_now_mono_ns();
 		f.clock.real_ns = reel_now_real_ns();
@@ -737,8 +759,8 @@ static int finish_file(struct reel_writer *w)
 	wr32(buf, REEL_INDEX_MAGIC);
 	wr32(buf + 4, (uint32_t)(ilen - 8));
 	memcpy(buf + 8, REEL_IDX_SIG, 4);
-	wr16(buf + 12, REEL_FORMAT_MAJOR);
-	wr16(buf + 14, REEL_FORMAT_MINOR);
+	wr16(buf + 12, REEL_INDEX_MAJOR);
+	wr16(buf + 14, REEL_INDEX_MINOR);
 	wr32(buf + 16, (uint32_t)w->nidx);
 	wr32(buf + 20, 0);
 	o = 24;
@@ -827,6 +849,8 @@ static void free_writer(struct reel_writer *w)
 	free(w->idx);
 	free(w->cpu_pairs);
 	free(w->cbuf);
+	free(w->ebuf);
+	reel_codec_free(&w->codec);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->hostname);
 	free(w->kernel);
@@ -883,6 +907,17 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	w->o.copy_header = NULL;
 	if (copy)
 		inherit_header(&w->o, copy);
+	if (w->o.coding)
+		w->coding = *w->o.coding;
+	else if (copy && copy->coding.scheme == REEL_CODING_V1)
+		w->coding = copy->coding; /* a derived file is coded like its source */
+	w->o.coding = NULL;
+	if (reel_coding_check(&w->coding, NULL, 0)) {
+		err = -EINVAL;
+		goto fail;
+	}
+	if (w->coding.scheme && reel_codec_init(&w->codec, true))
+		goto fail;
 	w->hostname = dup_or_null(w->o.hostname);
 	w->kernel = dup_or_null(w->o.kernel);
 	w->boot_id = dup_or_null(w->o.boot_id);
@@ -943,6 +978,12 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	w->cbuf = malloc(w->ccap);
 	if (!w->cbuf)
 		goto fail;
+	if (w->coding.scheme) {
+		w->ecap = w->o.block_bytes + 4096;
+		w->ebuf = malloc(w->ecap);
+		if (!w->ebuf)
+			goto fail;
+	}
 	return w;
 fail:
 	free_writer(w);

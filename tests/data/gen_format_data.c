@@ -60,19 +60,39 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-static struct reel_writer *wopen(const char *path, uint32_t block_bytes)
+/* Record coding of coded.reel, for fill_std's payloads: the key is their
+ * "GET " (so every SAMPLE has a reference), fields of every op over the text. */
+static const struct reel_coding gen_coding = {
+	.scheme = REEL_CODING_V1,
+	.rec_type = REEL_REC_SAMPLE,
+	.nkeys = 1,
+	.keys = {{0, 4}},
+	.nfields = 4,
+	.fields = {{4, 4, REEL_CODE_DELTA, 0, 0, 0},
+		   {8, 8, REEL_CODE_TS | REEL_CODE_COLUMN, 0, 0, 0},
+		   {16, 4, REEL_CODE_ADVANCE, 20, 4, 0},
+		   {24, 8, REEL_CODE_DELTA | REEL_CODE_COLUMN, 0, 0, 0}},
+};
+
+static struct reel_writer *wopen_coded(const char *path, uint32_t block_bytes,
+				       const struct reel_coding *coding)
 {
 	static const char *const argv[] = {"gen_format_data"};
 	REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_bytes = block_bytes,
 		  .allow_overwrite = true, .hostname = "gen", .kernel = "6.1.0-gen",
 		  .boot_id = "00000000-0000-0000-0000-000000000000", .ncpu = 4, .argv = argv,
 		  .argc = 1, .abi_version = 1, .tool_version = "reel-gen", .snaplen = 4096,
-		  .clock = {1000000, 1700000000000000000ull});
+		  .clock = {1000000, 1700000000000000000ull}, .coding = coding);
 	struct reel_writer *w = reel_writer__open(path, &o);
 
 	if (!w)
 		die(path);
 	return w;
+}
+
+static struct reel_writer *wopen(const char *path, uint32_t block_bytes)
+{
+	return wopen_coded(path, block_bytes, NULL);
 }
 
 /* 600 SAMPLE-like records, 4 CPUs, text-ish payloads of 0..299 bytes. */
@@ -148,10 +168,10 @@ int main(int argc, char **argv)
 	put("truncated.reel", good, bi[0].offset + bi[0].comp_size / 2);
 	/* header_only.reel: what a capture leaves if it dies before the first block */
 	put("header_only.reel", good, hlen);
-	/* version2.reel: format major 2 */
+	/* version3.reel: format major 3 (this library reads 1.x and 2.x) */
 	memcpy(out, good, hlen);
-	out[12] = 2;
-	put("version2.reel", out, hlen);
+	out[12] = 3;
+	put("version3.reel", out, hlen);
 	reel_reader__close(r);
 
 	/* one-block file for the damaged variants */
@@ -209,6 +229,16 @@ int main(int argc, char **argv)
 	free(one);
 	one = slurp(path, &olen);
 	put("unknown_type.reel", one, olen);
+
+	/* coded.reel: good.reel's records, coded (format 2.0) */
+	snprintf(path, sizeof(path), "%s/coded.reel", tmp);
+	w = wopen_coded(path, 16384, &gen_coding);
+	fill_std(w, 600);
+	if (reel_writer__close(w))
+		die("close");
+	free(one);
+	one = slurp(path, &olen);
+	put("coded.reel", one, olen);
 
 	free(one);
 	free(good);
