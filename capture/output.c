@@ -17,6 +17,7 @@
 #include "reelcap.h"
 #include "reel_abi.h"
 #include "pipeline.h"
+#include "abi_coding.h"
 
 struct out {
 	const struct cap_opts *o;
@@ -117,6 +118,7 @@ static __attribute__((unused)) void fill_header(struct reel_header *h, const str
 
 struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *clk)
 {
+	static const struct reel_coding no_coding;
 	struct out *out = calloc(1, sizeof(*out));
 	int err;
 
@@ -128,7 +130,8 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
 	REEL_OPTS(reel_writer_opts, wo, .level = o->level, .block_age_ms = o->flush_ms,
 		  .argv = (const char *const *)o->argv, .argc = o->argc,
 		  .abi_version = REEL_ABI_VERSION, .tool_version = "reelcap " REEL_VERSION,
-		  .snaplen = o->snaplen, .clock = *clk);
+		  .snaplen = o->snaplen, .clock = *clk,
+		  .coding = o->no_coding ? &no_coding : &reel_abi_coding);
 	out->w = reel_writer__open_fd(fd, &wo);
 	if (!out->w) {
 		err = errno;

@@ -69,6 +69,8 @@ static void usage(FILE *f)
 		"them\n"
 		"      --ring-pages N     perf ring pages per CPU, power of 2 (default %d)\n"
 		"      --level N          zstd level, negative for --fast (default 1)\n"
+		"      --no-coding        store records as they are (format 1.0, for 1.x readers;\n"
+		"                         about 3x larger files)\n"
 		"      --flush-ms MS      close a block at this age (default 1000)\n"
 		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
 		"      --print            also print events live through the replay pipeline\n"
@@ -166,6 +168,7 @@ enum {
 	OPT_FLUSH_MS,
 	OPT_STATS,
 	OPT_PRINT,
+	OPT_NO_CODING,
 };
 
 static int parse_args(int argc, char **argv, struct cap_opts *o)
@@ -186,6 +189,7 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
 		{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
 		{"stats", required_argument, NULL, OPT_STATS},
 		{"print", no_argument, NULL, OPT_PRINT},
+		{"no-coding", no_argument, NULL, OPT_NO_CODING},
 		{"quiet", no_argument, NULL, 'q'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -279,6 +283,9 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case OPT_PRINT:
 			o->print = true;
+			break;
+		case OPT_NO_CODING:
+			o->no_coding = true;
 			break;
 		case 'q':
 			o->quiet = true;

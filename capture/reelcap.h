@@ -34,6 +34,7 @@ struct cap_opts {
 	int file_count;	    /* with file_size: keep this many files (0 = unlimited) */
 	uint32_t ring_pages;
 	int level;
+	bool no_coding; /* store records without the record coding (format 1.0) */
 	uint32_t flush_ms;
 	double stats_s; /* live stats line period (0 = off) */
 	bool quiet;
