@@ -3,6 +3,8 @@
  * reeltool end to end: writes .reel files with the format writer (small
  * blocks, so there are many), runs the built reeltool binary on them and
  * checks exit codes, outputs, and the files it writes record by record.
+ * Every test runs twice: on plain files (format 1.0) and on files coded
+ * like reelcap's (format 2.0), whose derived files must be coded too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 
 #include "reel_format.h"
 #include "reel_abi.h"
+#include "abi_coding.h"
 
 #define REELTOOL REEL_BINARY_DIR "/tools/reeltool"
 #define NCPU	 4
@@ -29,6 +32,8 @@
 #define STEP_NS	 UINT64_C(1000000)	 /* 1 ms between records */
 
 static char tmpdir[256];
+/* the record coding of the files the tests write (NULL: none) */
+static const struct reel_coding *gen_coding;
 
 /* ---- expected records ---- */
 
@@ -185,7 +190,8 @@ static void gen_file(const char *path, uint64_t offset, uint32_t abi, struct xse
 		  .kernel = "6.1.0-test", .boot_id = "boot-1234", .ncpu = NCPU, .argv = argv,
 		  .argc = 3, .abi_version = abi, .tool_version = "test-0.1", .snaplen = 65536,
 		  .file_seq = 3,
-		  .clock = {.mono_ns = BASE_TS, .real_ns = 1790000000ull * 1000000000ull});
+		  .clock = {.mono_ns = BASE_TS, .real_ns = 1790000000ull * 1000000000ull},
+		  .coding = gen_coding);
 	struct gen_totals dummy;
 	struct reel_writer *w;
 	uint8_t buf[512];
@@ -399,6 +405,22 @@ static void zstd_test(const char *path)
 static struct xset good_x;
 static struct gen_totals good_t;
 
+/* A derived file is coded exactly when (and as) the test's files are. */
+static void expect_coding(const char *path)
+{
+	struct reel_reader *r = reel_reader__open(path, NULL);
+	const struct reel_header *h;
+
+	assert_non_null(r);
+	h = reel_reader__header(r);
+	assert_int_equal(h->major, gen_coding ? 2 : 1);
+	if (gen_coding)
+		assert_memory_equal(&h->coding, gen_coding, sizeof(*gen_coding));
+	else
+		assert_int_equal(h->coding.scheme, 0);
+	reel_reader__close(r);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -604,6 +626,7 @@ static void test_recover(void **state)
 	assert_int_equal(read_all(tpath("rec.reel"), &got), 0);
 	assert_xset_eq(&got, &want);
 	zstd_test(tpath("rec.reel"));
+	expect_coding(tpath("rec.reel"));
 
 	/* header facts carried over */
 	run_tool(&r, "info", "--json", tpath("rec.reel"), NULL);
@@ -731,6 +754,7 @@ static void test_slice(void **state)
 	expect_status(&r, 0);
 	run_free(&r);
 	zstd_test(tpath("slice.reel"));
+	expect_coding(tpath("slice.reel"));
 
 	/* without context; --from as RFC 3339 through the header clock pair
 	 * (real = mono - BASE_TS + 1790000000 s): +0.5 s */
@@ -798,6 +822,28 @@ static void test_merge(void **state)
 	expect_status(&r, 0);
 	run_free(&r);
 	zstd_test(tpath("merged.reel"));
+	expect_coding(tpath("merged.reel"));
+
+	/* the output is coded as the first input is, whatever the others are */
+	{
+		const struct reel_coding *was = gen_coding;
+		struct xset c = {0};
+
+		gen_coding = was ? NULL : &reel_abi_coding;
+		gen_file(tpath("other.reel"), STEP_NS / 2, REEL_ABI_VERSION, &c, NULL);
+		run_tool(&r, "merge", tpath("merged3.reel"), tpath("good.reel"),
+			 tpath("other.reel"), NULL);
+		expect_status(&r, 0);
+		run_free(&r);
+		gen_coding = was;
+		expect_coding(tpath("merged3.reel"));
+		xset_free(&got);
+		assert_int_equal(read_all(tpath("merged3.reel"), &got), 0);
+		assert_int_equal(got.n, want.n + 1);
+		for (i = 0; i < c.n; i++)
+			assert_memory_equal(c.v[i].data, b.v[i].data, c.v[i].len);
+		xset_free(&c);
+	}
 
 	/* different ABI versions: refused unless --force-abi */
 	gen_file(tpath("abi2.reel"), STEP_NS / 3, REEL_ABI_VERSION + 1, NULL, NULL);
@@ -1004,5 +1050,11 @@ int main(void)
 		cmocka_unit_test(test_outputs),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int failed;
+
+	gen_coding = NULL;
+	failed = cmocka_run_group_tests_name("plain files", tests, setup, teardown);
+	gen_coding = &reel_abi_coding;
+	failed += cmocka_run_group_tests_name("coded files", tests, setup, teardown);
+	return failed;
 }

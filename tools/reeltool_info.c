@@ -144,6 +144,28 @@ static double ratio(const struct reel_reader_stats *st)
 	return st->bytes_comp ? (double)st->bytes_raw / (double)st->bytes_comp : 0.0;
 }
 
+/* The header's record coding (FORMAT.md 4.1), one line. */
+static void print_coding(const struct reel_coding *c)
+{
+	const char *type;
+	unsigned planes = 0;
+
+	if (!c->scheme) {
+		printf("record coding:   none\n");
+		return;
+	}
+	if (c->scheme != REEL_CODING_V1) {
+		printf("record coding:   unreadable (the header is damaged: no block decodes)\n");
+		return;
+	}
+	for (unsigned i = 0; i < c->nfields; i++)
+		planes += !!(c->fields[i].op & REEL_CODE_COLUMN);
+	type = reel_rec_type_name(c->rec_type);
+	printf("record coding:   scheme %u; %s payloads: %u fields (%u in byte planes), %u key "
+	       "ranges\n",
+	       c->scheme, type ? type : "type ?", c->nfields, planes, c->nkeys);
+}
+
 static void print_text(const char *path, const struct reel_header *h, const struct info_acc *a,
 		       const struct reel_reader_stats *st)
 {
@@ -167,6 +189,7 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 	printf("tool version:    %s\n", h->tool_version);
 	printf("snaplen:         %u\n", h->snaplen);
 	printf("file seq:        %u\n", h->file_seq);
+	print_coding(&h->coding);
 	if (a->have_ts) {
 		printf("first record:    %s (mono %s)\n",
 		       tool_fmt_wall(a->ts_min, h, b1, sizeof(b1)),
@@ -257,6 +280,7 @@ static void print_json(const char *path, const struct reel_header *h, const stru
 	json_u64("snaplen", h->snaplen, true);
 	json_u64("file_seq", h->file_seq, true);
 	json_u64("sample_format", h->sample_format, true);
+	json_u64("record_coding", h->coding.scheme, true);
 	if (a->have_ts) {
 		json_u64("first_ts_ns", a->ts_min, true);
 		json_u64("last_ts_ns", a->ts_max, true);
