@@ -414,6 +414,6 @@ done
 printf '%-52s %12s %10s %6s\n' "c) LOST at 200k events/s (default settings)" "$c_lost" "== 0" "$(pass "$c_lost" "==" 0)"
 printf '%-52s %12s %10s %6s\n' "d) reel file / zstd -3 pcap, 1 KiB bodies" "$d_ratio" "<= 0.5" "$(pass "$d_ratio" "<=" 0.5)"
 printf '  raw: a) 1k on %s off %s; 64k on %s off %s req/s (means); b) see above;\n' \
-	"${TP_ON[b1k]}" "${TP_OFF[b1k]}" "${TP_ON[b64k]}" "${TP_OFF[b64k]}"
+	"${TP_ON[b1k]:-}" "${TP_OFF[b1k]:-}" "${TP_ON[b64k]:-}" "${TP_OFF[b64k]:-}"
 printf '       c) %s samples, %s LOST; d) reel %s B, pcap %s B, pcap.zst %s B\n' \
 	"$c_samples" "$c_lost" "$d_reel" "$d_pcap" "$d_zst"
