@@ -2,7 +2,7 @@
 /*
  * reel socket tracer: syscall tracepoints for socket I/O, connect/accept/close,
  * and sched tracepoints for process events. Emits the events of reel_abi.h
- * into the perf event array `events`. bpf/ABI.md is the spec of what is
+ * into per-CPU ring buffers (`events`). bpf/ABI.md is the spec of what is
  * emitted and when.
  *
  * Hot path: only sys_exit programs. A call that moved no bytes stops at
@@ -42,11 +42,32 @@ const volatile __u64 filter_cgroup = 0;
 const volatile __u32 nports = 0;
 const volatile __u16 ports[REEL_PORTS_MAX] = {}; /* network order */
 
+/* One BPF ring buffer per CPU, indexed by CPU id: reelcap creates them
+ * (--ring-pages) and puts them here before attaching. A ring buffer record
+ * costs ~80 ns here, a perf event array sample ~400 ns (perf_prepare_sample,
+ * its own clock read, header and misc flags), and the record is the event
+ * itself, with no perf header to strip. One ring per CPU keeps the per-CPU
+ * streams (emission order, LOST in place) of the perf rings. */
+#define R_MAX_CPUS 1024 /* capture/drain.c handles as many */
+struct ring_tmpl {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096); /* template only; each ring is sized by reelcap */
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, R_MAX_CPUS);
+	__type(key, __u32);
+	__array(values, struct ring_tmpl);
 } events SEC(".maps");
+
+/* Loss accounting and reader wakeups of each CPU's ring (reel_abi.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reel_ring_state);
+} ringst SEC(".maps");
 
 /* Processes in scope when filter_pids: tgid -> 1. Seeded by reelcap, grown by fork. */
 struct {
@@ -80,7 +101,7 @@ struct {
 enum {
 	RS_CALLS_FULL, /* unused (was: no task storage for a call's arguments) */
 	RS_CONNS_FULL, /* conns map update failed */
-	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
+	RS_OUTPUT_ERR, /* events dropped because the ring was full (reported as LOST too) */
 	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
 	RS_IOV_TAIL,   /* calls with more than REEL_IOV_MAX segments (tail truncated) */
 	RS_MAX,
@@ -172,13 +193,51 @@ static __always_inline void ev_hdr(struct reel_ev_hdr *h, __u16 kind, __u32 size
 	h->tid = (__u32)id;
 }
 
+static __always_inline int lose(struct reel_ring_state *rs)
+{
+	if (rs) {
+		rs->lost++;
+		rs->lost_total++;
+	}
+	kstat_inc(RS_OUTPUT_ERR);
+	return -1;
+}
+
+/* Writes one event (starting with struct reel_ev_hdr) into this CPU's ring.
+ * An event that does not fit is counted; the next one that fits is preceded
+ * by a REEL_EV_RING_LOST marker with the count, as perf puts
+ * PERF_RECORD_LOST. No wakeup per event: the reader is woken once every
+ * wake_bytes (a quarter of the ring) and consumes every ring at least every
+ * 100 ms. Programs do not nest on a CPU, so the per-CPU state needs no
+ * atomics. */
 static __always_inline int output(void *ctx, void *data, __u64 size)
 {
-	int err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct reel_ring_state *rs = bpf_map_lookup_elem(&ringst, &zero);
+	void *rb = bpf_map_lookup_elem(&events, &cpu);
+	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (err)
-		kstat_inc(RS_OUTPUT_ERR);
-	return err;
+	if (!rs || !rb)
+		return lose(rs);
+	if (rs->lost) {
+		struct reel_ring_lost m = {};
+
+		m.hdr.abi_version = REEL_ABI_VERSION;
+		m.hdr.kind = REEL_EV_RING_LOST;
+		m.hdr.size = sizeof(m);
+		m.hdr.ts_ns = ((struct reel_ev_hdr *)data)->ts_ns;
+		m.lost = rs->lost;
+		if (bpf_ringbuf_output(rb, &m, sizeof(m), BPF_RB_NO_WAKEUP))
+			return lose(rs); /* no room for the marker: not for the event either */
+		rs->lost = 0;
+		rs->unwoken += sizeof(m);
+	}
+	if (rs->unwoken + size >= rs->wake_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(rb, data, size, flags))
+		return lose(rs);
+	rs->unwoken = flags == BPF_RB_FORCE_WAKEUP ? 0 : rs->unwoken + size;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
