@@ -4,7 +4,9 @@
 #   tests/bench/bench_replay.sh [SECONDS]        # default 3; the large file is 10x longer
 #
 # 1. captures wrk against nginx (1 KiB bodies, keep-alive, both ends captured:
-#    -p NGINX --port P -- wrk, 16 MiB rings so a busy host loses nothing) for
+#    -p NGINX --port P -- wrk, 16 MiB rings so a busy host loses nothing; with
+#    REEL_BENCH_SCOPE=server only nginx, so each byte is in the file once, as
+#    it is in the pcapng tshark reads) for
 #    SECONDS into small.reel and 10*SECONDS into
 #    large.reel;
 # 2. times `reelplay FILE -w out.pcapng --json out.jsonl` (payload MB/s, payload
@@ -94,9 +96,26 @@ best() {
 }
 RUNS=${BENCH_RUNS:-3}
 
+SCOPE=${REEL_BENCH_SCOPE:-all}
+case "$SCOPE" in
+all | server) ;;
+*) echo "bench_replay.sh: REEL_BENCH_SCOPE is all or server" >&2; exit 2 ;;
+esac
+
 capture() { # NAME SECONDS
-	"$REELCAP" -q -w "$W/$1.reel" --ring-pages 4096 -p "$NGINX_PID" --port "$PORT" -- \
-		wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$PORT/b1k" >"$W/$1.wrk" 2>"$W/$1.cap"
+	if [ "$SCOPE" = server ]; then
+		# nginx only, as on a production host (the load generator is
+		# elsewhere): every byte once in the file, as in the pcapng
+		"$REELCAP" -q -w "$W/$1.reel" --ring-pages 4096 -p "$NGINX_PID" --port "$PORT" \
+			-G $(($2 + 2)) 2>"$W/$1.cap" &
+		local cap=$!
+		sleep 1.5
+		wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$PORT/b1k" >"$W/$1.wrk"
+		wait "$cap"
+	else
+		"$REELCAP" -q -w "$W/$1.reel" --ring-pages 4096 -p "$NGINX_PID" --port "$PORT" -- \
+			wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$PORT/b1k" >"$W/$1.wrk" 2>"$W/$1.cap"
+	fi
 	echo "captured $1: $2 s of wrk: $(grep -E 'Requests/sec' "$W/$1.wrk" | tr -s ' ')," \
 		"$(stat -c %s "$W/$1.reel") bytes on disk; $(grep -o 'final:.*' "$W/$1.cap")"
 	if grep -Eq 'final:.* [1-9][0-9]* (LOST|DROP)' "$W/$1.cap"; then
@@ -105,7 +124,7 @@ capture() { # NAME SECONDS
 	fi
 }
 
-echo "=== capture (nginx 1 KiB bodies on 127.0.0.1:$PORT, both ends)"
+echo "=== capture (nginx 1 KiB bodies on 127.0.0.1:$PORT, scope $SCOPE)"
 capture small "$SECS"
 capture large $((SECS * 10))
 
