@@ -222,28 +222,4 @@ struct reel_ev_proc_exit {
 	reel_u32 reserved;
 };
 
-/*
- * Transport between the BPF programs and reelcap (bpf/ABI.md "Transport").
- * Neither struct is ever written to a file.
- *
- * REEL_EV_RING_LOST: emitted into a CPU's ring just before the first event
- * that fits after `lost` events did not (ring full); reelcap turns it into a
- * LOST record at that place. hdr.ts_ns is the timestamp of the event it
- * precedes, so the LOST record sorts just before it.
- */
-#define REEL_EV_RING_LOST 0x7fff
-
-struct reel_ring_lost {
-	struct reel_ev_hdr hdr; /* kind REEL_EV_RING_LOST */
-	reel_u64 lost;		/* events dropped since the previous marker on this ring */
-};
-
-/* Per-CPU ring state (the BPF map `ringst`, one PERCPU_ARRAY entry). */
-struct reel_ring_state {
-	reel_u64 lost;	     /* events dropped and not yet reported by a marker */
-	reel_u64 lost_total; /* events dropped on this CPU's ring since the start */
-	reel_u64 unwoken;    /* bytes written since the reader was last woken */
-	reel_u64 wake_bytes; /* wake the reader every this many bytes (set by reelcap) */
-};
-
 #endif /* REEL_ABI_H */

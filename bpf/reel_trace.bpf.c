@@ -2,7 +2,7 @@
 /*
  * reel socket tracer: syscall tracepoints for socket I/O, connect/accept/close,
  * and sched tracepoints for process events. Emits the events of reel_abi.h
- * into per-CPU ring buffers (`events`). bpf/ABI.md is the spec of what is
+ * into the perf event array `events`. bpf/ABI.md is the spec of what is
  * emitted and when.
  *
  * Hot path: only sys_exit programs. A call that moved no bytes stops at
@@ -42,32 +42,11 @@ const volatile __u64 filter_cgroup = 0;
 const volatile __u32 nports = 0;
 const volatile __u16 ports[REEL_PORTS_MAX] = {}; /* network order */
 
-/* One BPF ring buffer per CPU, indexed by CPU id: reelcap creates them
- * (--ring-pages) and puts them here before attaching. A ring buffer record
- * costs ~80 ns here, a perf event array sample ~400 ns (perf_prepare_sample,
- * its own clock read, header and misc flags), and the record is the event
- * itself, with no perf header to strip. One ring per CPU keeps the per-CPU
- * streams (emission order, LOST in place) of the perf rings. */
-#define R_MAX_CPUS 1024 /* capture/drain.c handles as many */
-struct ring_tmpl {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* template only; each ring is sized by reelcap */
-};
-
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, R_MAX_CPUS);
-	__type(key, __u32);
-	__array(values, struct ring_tmpl);
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
 } events SEC(".maps");
-
-/* Loss accounting and reader wakeups of each CPU's ring (reel_abi.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct reel_ring_state);
-} ringst SEC(".maps");
 
 /* Processes in scope when filter_pids: tgid -> 1. Seeded by reelcap, grown by fork. */
 struct {
@@ -101,7 +80,7 @@ struct {
 enum {
 	RS_CALLS_FULL, /* unused (was: no task storage for a call's arguments) */
 	RS_CONNS_FULL, /* conns map update failed */
-	RS_OUTPUT_ERR, /* events dropped because the ring was full (reported as LOST too) */
+	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
 	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
 	RS_IOV_TAIL,   /* calls with more than REEL_IOV_MAX segments (tail truncated) */
 	RS_MAX,
@@ -153,7 +132,6 @@ struct walk_state {
  * stays inside the buffer for the verifier. */
 struct scratch {
 	struct walk_state st;
-	struct iovec iov[REEL_IOV_MAX]; /* the message's iovecs, read in one go */
 	struct reel_ev_data ev;
 	__u8 data[2 * REEL_CHUNK_MAX];
 };
@@ -194,65 +172,13 @@ static __always_inline void ev_hdr(struct reel_ev_hdr *h, __u16 kind, __u32 size
 	h->tid = (__u32)id;
 }
 
-static __always_inline int lose(struct reel_ring_state *rs)
+static __always_inline int output(void *ctx, void *data, __u64 size)
 {
-	if (rs) {
-		rs->lost++;
-		rs->lost_total++;
-	}
-	kstat_inc(RS_OUTPUT_ERR);
-	return -1;
-}
+	int err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
 
-/* The LOST marker for this CPU's ring (see output). A global function: the
- * verifier walks it once per program, not at every inlined output. */
-__noinline int put_lost_marker(__u64 ts)
-{
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
-	struct reel_ring_state *rs = bpf_map_lookup_elem(&ringst, &zero);
-	void *rb = bpf_map_lookup_elem(&events, &cpu);
-	struct reel_ring_lost m = {};
-
-	if (!rs || !rb)
-		return -1;
-	m.hdr.abi_version = REEL_ABI_VERSION;
-	m.hdr.kind = REEL_EV_RING_LOST;
-	m.hdr.size = sizeof(m);
-	m.hdr.ts_ns = ts;
-	m.lost = rs->lost;
-	if (bpf_ringbuf_output(rb, &m, sizeof(m), BPF_RB_NO_WAKEUP))
-		return -1;
-	rs->lost = 0;
-	rs->unwoken += sizeof(m);
-	return 0;
-}
-
-/* Writes one event (starting with struct reel_ev_hdr) into this CPU's ring.
- * An event that does not fit is counted; the next one that fits is preceded
- * by a REEL_EV_RING_LOST marker with the count, as perf puts
- * PERF_RECORD_LOST. No wakeup per event: the reader is woken once every
- * wake_bytes (a quarter of the ring) and consumes every ring at least every
- * 100 ms. Programs do not nest on a CPU, so the per-CPU state needs no
- * atomics. Branch-free where it can be: it is inlined at every output and
- * each branch would multiply the verifier's states. */
-static __always_inline int output(void *data, __u64 size)
-{
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
-	struct reel_ring_state *rs = bpf_map_lookup_elem(&ringst, &zero);
-	void *rb = bpf_map_lookup_elem(&events, &cpu);
-	__u64 wake;
-
-	if (!rs || !rb)
-		return lose(rs);
-	/* no room for the marker: not for the event either */
-	if (rs->lost && put_lost_marker(((struct reel_ev_hdr *)data)->ts_ns))
-		return lose(rs);
-	/* 1 when this event reaches the wakeup mark (sizes are far below 2^63) */
-	wake = (rs->wake_bytes - 1 - (rs->unwoken + size)) >> 63;
-	if (bpf_ringbuf_output(rb, data, size, BPF_RB_NO_WAKEUP + wake)) /* or FORCE_WAKEUP */
-		return lose(rs);
-	rs->unwoken = (rs->unwoken + size) & (wake - 1);
-	return 0;
+	if (err)
+		kstat_inc(RS_OUTPUT_ERR);
+	return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -405,8 +331,8 @@ static __always_inline int call_args(struct call_args *a, __u16 sys)
 /* ------------------------------------------------------------------ */
 /* Connection events                                                   */
 
-static __always_inline void emit_open(__u32 tgid, int fd, const struct conn_state *c, __u8 role,
-				      __u16 sys, int ret)
+static __always_inline void emit_open(void *ctx, __u32 tgid, int fd, const struct conn_state *c,
+				      __u8 role, __u16 sys, int ret)
 {
 	struct reel_ev_conn_open ev = {};
 
@@ -421,10 +347,10 @@ static __always_inline void emit_open(__u32 tgid, int fd, const struct conn_stat
 	sock_tuple((struct sock *)c->sk, c->family, &ev.local, &ev.remote, &ev.remote_ino);
 	if (c->family == R_AF_UNIX)
 		ev.unix_ino = c->ino;
-	output(&ev, sizeof(ev));
+	output(ctx, &ev, sizeof(ev));
 }
 
-static __always_inline void emit_close(__u32 tgid, int fd, const struct conn_state *c)
+static __always_inline void emit_close(void *ctx, __u32 tgid, int fd, const struct conn_state *c)
 {
 	struct reel_ev_conn_close ev = {};
 
@@ -435,15 +361,16 @@ static __always_inline void emit_close(__u32 tgid, int fd, const struct conn_sta
 	ev.bytes_egress = c->pos[REEL_DIR_EGRESS];
 	ev.bytes_ingress = c->pos[REEL_DIR_INGRESS];
 	ev.l4 = c->l4;
-	output(&ev, sizeof(ev));
+	output(ctx, &ev, sizeof(ev));
 }
 
 /* The connection state for (tgid, fd) with generation si->ino: found, or
  * created (a stale generation, whose close was not seen, gets its CONN_CLOSE
  * first; the new one is announced with `role`). With `announce`, a found
  * connection is announced again (connect on a known UDP socket). */
-static __always_inline struct conn_state *conn_get(__u32 tgid, int fd, const struct sock_info *si,
-						   __u8 role, __u16 sys, int ret, bool announce)
+static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd,
+						   const struct sock_info *si, __u8 role, __u16 sys,
+						   int ret, bool announce)
 {
 	__u64 key = (__u64)tgid << 32 | (__u32)fd;
 	struct conn_state *c = bpf_map_lookup_elem(&conns, &key);
@@ -452,12 +379,12 @@ static __always_inline struct conn_state *conn_get(__u32 tgid, int fd, const str
 	if (c && c->ino == si->ino) {
 		if (announce) {
 			c->role = role;
-			emit_open(tgid, fd, c, role, sys, ret);
+			emit_open(ctx, tgid, fd, c, role, sys, ret);
 		}
 		return c;
 	}
 	if (c)
-		emit_close(tgid, fd, c);
+		emit_close(ctx, tgid, fd, c);
 	n.ino = si->ino;
 	n.sk = si->sk;
 	n.l4 = si->l4;
@@ -467,7 +394,7 @@ static __always_inline struct conn_state *conn_get(__u32 tgid, int fd, const str
 		kstat_inc(RS_CONNS_FULL);
 		return NULL;
 	}
-	emit_open(tgid, fd, &n, role, sys, ret);
+	emit_open(ctx, tgid, fd, &n, role, sys, ret);
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
@@ -476,7 +403,8 @@ static __always_inline struct conn_state *conn_get(__u32 tgid, int fd, const str
 
 /* Emits a chunk of `len` stream bytes starting at chunk_off, `cap` of them
  * captured in the scratch buffer (cap 0 for a truncated or length-only one). */
-static __always_inline void flush_chunk(struct scratch *s, __u32 len, __u32 cap, __u32 flags)
+static __always_inline void flush_chunk(void *ctx, struct scratch *s, __u32 len, __u32 cap,
+					__u32 flags)
 {
 	struct walk_state *st = &s->st;
 
@@ -488,7 +416,7 @@ static __always_inline void flush_chunk(struct scratch *s, __u32 len, __u32 cap,
 		s->ev.tcp_seq = st->seq_end - (__u32)(st->total - st->chunk_off);
 	s->ev.chunk = st->chunk;
 	s->ev.hdr.size = sizeof(struct reel_ev_data) + cap;
-	output(&s->ev, sizeof(struct reel_ev_data) + (cap & (2 * REEL_CHUNK_MAX - 1)));
+	output(ctx, &s->ev, sizeof(struct reel_ev_data) + (cap & (2 * REEL_CHUNK_MAX - 1)));
 	s->ev.flags &= ~(st->chunk_flags | flags);
 	st->chunk_flags = 0;
 	st->chunk++;
@@ -496,25 +424,29 @@ static __always_inline void flush_chunk(struct scratch *s, __u32 len, __u32 cap,
 	st->fill = 0;
 }
 
-static __always_inline void walk_finish(struct scratch *s)
+static __always_inline void walk_finish(void *ctx, struct scratch *s)
 {
 	struct walk_state *st = &s->st;
 
 	if (st->fill)
-		flush_chunk(s, st->fill, st->fill, 0);
+		flush_chunk(ctx, s, st->fill, st->fill, 0);
 	if (st->off < st->total) {
 		if (st->captured < snaplen)
 			kstat_inc(RS_IOV_TAIL);
-		flush_chunk(s, st->total - st->off, 0, REEL_DATAF_TRUNCATED);
+		flush_chunk(ctx, s, st->total - st->off, 0, REEL_DATAF_TRUNCATED);
 		st->off = st->total;
 	}
 }
 
-/* One step of the walk: copy the next piece of the current segment into the
- * scratch buffer, taking the next segment first when the current one is
- * done. Returns 1 when done. */
+struct loop_ctx {
+	void *ctx;
+};
+
+/* One step of the walk: load the next segment, or copy the next piece of
+ * the current one into the scratch buffer. Returns 1 when done. */
 static long walk_step(__u32 i, void *arg)
 {
+	struct loop_ctx *lc = arg;
 	struct scratch *s = scratch_get();
 	struct walk_state *st;
 	__u64 left, n;
@@ -531,10 +463,12 @@ static long walk_step(__u32 i, void *arg)
 		if (st->seg_idx >= st->nseg)
 			return 1;
 		if (st->is_iov) {
-			const struct iovec *v = &s->iov[st->seg_idx & (REEL_IOV_MAX - 1)];
+			struct iovec v = {};
 
-			base = (__u64)v->iov_base;
-			len = v->iov_len;
+			bpf_probe_read_user(&v, sizeof(v),
+					    (void *)(st->buf + (__u64)st->seg_idx * sizeof(v)));
+			base = (__u64)v.iov_base;
+			len = v.iov_len;
 		} else {
 			base = st->buf;
 			len = st->buflen;
@@ -543,8 +477,7 @@ static long walk_step(__u32 i, void *arg)
 		left = st->total - st->off;
 		st->seg_base = base;
 		st->seg_left = len < left ? len : left;
-		if (!st->seg_left)
-			return 0;
+		return 0;
 	}
 	if (st->captured >= snaplen)
 		return 1;
@@ -567,7 +500,7 @@ static long walk_step(__u32 i, void *arg)
 	st->seg_left -= n;
 	st->off += n;
 	if (st->fill >= REEL_CHUNK_MAX)
-		flush_chunk(s, st->fill, st->fill, 0);
+		flush_chunk(lc->ctx, s, st->fill, st->fill, 0);
 	return 0;
 }
 
@@ -585,20 +518,12 @@ struct msg_desc {
 	struct reel_endpoint peer;
 };
 
-/* Emits one message (a call's bytes, or one message of sendmmsg/recvmmsg)
- * as DATA chunks. A global function: the verifier walks it once per program
- * (its pointers as memory of their types' sizes), not once per call site and
- * caller state. */
-__noinline int emit_msg(struct scratch *s, const struct call_args *a, struct conn_state *c,
-			const struct msg_desc *m)
+static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct call_args *a,
+				     struct conn_state *c, const struct msg_desc *m)
 {
-	struct walk_state *st;
-	__u64 id;
-
-	if (!s || !a || !c || !m)
-		return 0;
-	st = &s->st;
-	id = a->id;
+	struct walk_state *st = &s->st;
+	struct loop_ctx lc = {.ctx = ctx};
+	__u64 id = a->id;
 
 	__builtin_memset(st, 0, sizeof(*st));
 	st->buf = m->buf;
@@ -631,8 +556,8 @@ __noinline int emit_msg(struct scratch *s, const struct call_args *a, struct con
 		s->ev.peer = m->peer;
 
 	if (m->flags & REEL_DATAF_LENGTH_ONLY) {
-		flush_chunk(s, m->total, 0, 0);
-		return 0;
+		flush_chunk(ctx, s, m->total, 0, 0);
+		return;
 	}
 	/* fast path, the common case: one flat buffer that fits one chunk */
 	if (!m->is_iov && m->total <= REEL_CHUNK_MAX && m->total <= snaplen &&
@@ -648,23 +573,11 @@ __noinline int emit_msg(struct scratch *s, const struct call_args *a, struct con
 		st->fill = n;
 		st->captured = n;
 		st->off = n;
-		flush_chunk(s, n, n, 0);
-		return 0;
+		flush_chunk(ctx, s, n, n, 0);
+		return;
 	}
-	if (m->is_iov) {
-		/* every iovec in one read: each bpf_probe_read_user costs ~90 ns
-		 * here whatever its size */
-		__u64 sz = (__u64)st->nseg * sizeof(struct iovec);
-
-		barrier_var(sz);
-		if (sz > sizeof(s->iov))
-			sz = sizeof(s->iov);
-		if (bpf_probe_read_user(s->iov, sz, (void *)m->buf))
-			st->nseg = 0; /* unreadable: the bytes go as a truncated chunk */
-	}
-	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, NULL, 0);
-	walk_finish(s);
-	return 0;
+	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, &lc, 0);
+	walk_finish(ctx, s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -690,7 +603,7 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 		return 0;
 	if (call_args(&a, sys))
 		return 0;
-	c = conn_get(a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
+	c = conn_get(ctx, a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!c)
 		return 0;
 	s = scratch_get();
@@ -732,12 +645,13 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 		m.flags = REEL_DATAF_LENGTH_ONLY;
 		break;
 	}
-	emit_msg(s, &a, c, &m);
+	emit_msg(ctx, s, &a, c, &m);
 	return 0;
 }
 
 /* sendmmsg/recvmmsg: `ret` messages, each with its own msg_len. */
 struct mmsg_ctx {
+	void *ctx;
 	struct call_args *a;
 	struct conn_state *c;
 	__u32 n;
@@ -795,20 +709,20 @@ static long mmsg_step(__u32 j, void *arg)
 	}
 	m.call_len = m.total;
 	m.msg = j;
-	emit_msg(s, a, mc->c, &m);
+	emit_msg(mc->ctx, s, a, mc->c, &m);
 	return 0;
 }
 
 static __always_inline int mmsg_exit(void *ctx, long ret, __u16 sys)
 {
 	struct call_args a;
-	struct mmsg_ctx mc = {.a = &a};
+	struct mmsg_ctx mc = {.ctx = ctx, .a = &a};
 
 	if (ret <= 0)
 		return 0;
 	if (call_args(&a, sys))
 		return 0;
-	mc.c = conn_get(a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
+	mc.c = conn_get(ctx, a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!mc.c)
 		return 0;
 	mc.n = ret;
@@ -879,7 +793,7 @@ static __always_inline int sock_call_exit(void *ctx, long ret, __u16 sys)
 	}
 	if (sock_lookup(bpf_get_current_task_btf(), fd, &si))
 		return 0;
-	conn_get(a.id >> 32, fd, &si, role, a.sys, ret, true);
+	conn_get(ctx, a.id >> 32, fd, &si, role, a.sys, ret, true);
 	return 0;
 }
 
@@ -924,7 +838,7 @@ int exit_close(struct trace_event_raw_sys_exit *ctx)
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c || fd_file(task, fd))
 		return 0;
-	emit_close(id >> 32, fd, c);
+	emit_close(ctx, id >> 32, fd, c);
 	bpf_map_delete_elem(&conns, &key);
 	return 0;
 }
@@ -948,7 +862,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	ev_hdr(&ev.hdr, REEL_EV_PROC_FORK, sizeof(ev));
 	ev.child_tgid = ctgid;
 	BPF_CORE_READ_STR_INTO(&ev.comm, child, comm);
-	output(&ev, sizeof(ev));
+	output(ctx, &ev, sizeof(ev));
 	return 0;
 }
 
@@ -973,7 +887,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	fn = BPF_CORE_READ(bprm, filename);
 	bpf_probe_read_kernel_str(ev->filename, sizeof(ev->filename), fn);
-	output(ev, sizeof(*ev));
+	output(ctx, ev, sizeof(*ev));
 	return 0;
 }
 
@@ -989,7 +903,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	ev_hdr(&ev.hdr, REEL_EV_PROC_EXIT, sizeof(ev));
 	ev.exit_code = BPF_CORE_READ(p, exit_code);
-	output(&ev, sizeof(ev));
+	output(ctx, &ev, sizeof(ev));
 	if (filter_pids)
 		bpf_map_delete_elem(&pids, &tgid);
 	return 0;

@@ -2,8 +2,8 @@
 /*
  * reelcap: capture what processes send and receive on sockets into a .reel
  * file. Loader flow: parse -> create output -> (fork the command, stopped)
- * -> open BPF -> set rodata -> load -> seed pid filter -> ring buffers -> attach
- * -> drop capabilities -> writer -> PROC/CLOCK records -> release the
+ * -> open BPF -> set rodata -> load -> seed pid filter -> attach -> perf
+ * rings -> drop capabilities -> writer -> PROC/CLOCK records -> release the
  * command -> drain until stopped -> final STATS -> close.
  */
 #include <errno.h>
@@ -67,7 +67,7 @@ static void usage(FILE *f)
 		"G suffix)\n"
 		"  -W, --file-count N     with -C: keep N files FILE, FILE.1 .. FILE.N-1, reusing "
 		"them\n"
-		"      --ring-pages N     ring buffer pages per CPU, power of 2 (default %d)\n"
+		"      --ring-pages N     perf ring pages per CPU, power of 2 (default %d)\n"
 		"      --level N          zstd level, negative for --fast (default 3)\n"
 		"      --no-coding        store records as they are (format 1.0, for 1.x readers;\n"
 		"                         about 3x larger files)\n"
@@ -616,8 +616,7 @@ int main(int argc, char **argv)
 	/* the rings exist before the programs fire (an output with no ring is
 	 * lost without a trace); they are handed the output once the writer,
 	 * created without privileges, exists: nothing is consumed before */
-	d = drain_new(bpf_map__fd(skel->maps.events), bpf_map__fd(skel->maps.ringst), o->ring_pages,
-		      NULL, o->count);
+	d = drain_new(bpf_map__fd(skel->maps.events), o->ring_pages, NULL, o->count);
 	if (!d)
 		goto out;
 	err = reel_trace__attach(skel);

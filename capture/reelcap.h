@@ -79,34 +79,30 @@ struct drain;
 
 struct drain_cpu {
 	int cpu;
-	int fd; /* the CPU's ring buffer map (owned by the drain) */
+	int fd; /* the ring's perf event fd (owned by libbpf) */
+	uint64_t id;
 	uint64_t samples, sample_bytes;
-	uint64_t lost_records, lost; /* LOST records written and their sum */
+	uint64_t lost_records, lost; /* PERF_RECORD_LOST records and their sum */
 	uint64_t dropped;	     /* records the writer refused */
 };
 
-/* Creates a ring buffer of ring_pages pages for every online CPU, puts each
- * in the programs' ring array (rings_fd, at the CPU's index) and sets the
- * wakeup mark of every CPU in the ring state map (state_fd). */
-struct drain *drain_new(int rings_fd, int state_fd, uint32_t ring_pages, struct out *out,
-			uint64_t count);
+struct drain *drain_new(int map_fd, uint32_t ring_pages, struct out *out, uint64_t count);
 void drain_set_out(struct drain *d, struct out *out);
-/* Waits up to timeout_ms for a ring's wakeup (a quarter of it written);
- * after a wakeup, or with `all`, consumes every ring (quiet CPUs never reach
- * the mark). Returns the records consumed or -errno. */
+/* Waits up to timeout_ms for a watermark wakeup and consumes what woke; with
+ * `all`, consumes every ring (quiet CPUs never reach the watermark). */
 int drain_poll(struct drain *d, int timeout_ms, bool all);
 int drain_consume_all(struct drain *d);
 bool drain_count_reached(const struct drain *d);
 int drain_ncpu(const struct drain *d);
 const struct drain_cpu *drain_cpu(const struct drain *d, int i);
-/* Events the programs could not write into ring i (the ring state map), or -errno. */
+/* PERF_FORMAT_LOST count of ring i (read from its event fd), or -errno. */
 int64_t drain_kernel_lost(const struct drain *d, int i);
 /* Appends one STATS record (per-CPU counters, lost = kernel count). */
 int drain_write_stats(struct drain *d);
 /* At the end: a ring whose kernel lost count exceeds its LOST records lost
- * samples after its last record (the programs write the LOST marker only
- * before the next event that fits): writes that LOST record at the end of
- * the ring's stream, which is where the loss is. Returns records written. */
+ * samples after its last record (the kernel writes PERF_RECORD_LOST only on
+ * the next successful output): writes that LOST record at the end of the
+ * ring's stream, which is where the loss is. Returns records written. */
 int drain_reconcile_lost(struct drain *d);
 void drain_totals(const struct drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
 		  uint64_t *dropped);

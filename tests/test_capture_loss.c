@@ -4,10 +4,9 @@
  * (--ring-pages 1: 4 KiB per CPU) around reel_peer's burst of large writes
  * (TCP/IPv4 and Unix, every variant, messages up to 1 MiB; a 32 KiB chunk
  * never fits such a ring). Checks:
- *  - the file has LOST records, and per CPU their sum equals the kernel
- *    side's count of events dropped from that ring (the final STATS record)
- *    and the total equals reelcap's own count of failed outputs (its stderr
- *    line);
+ *  - the file has LOST records, and per CPU their sum equals the kernel's
+ *    PERF_FORMAT_LOST count of that ring (the final STATS record) and the
+ *    total equals reelcap's own count of failed outputs (its stderr line);
  *  - per connection and direction the captured chunks never overlap, and
  *    captured ranges plus holes tile [0, bytes the peer moved) exactly; the
  *    holes add up to more than 0 bytes; every captured byte is exact, every
