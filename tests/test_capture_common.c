@@ -716,7 +716,8 @@ static void check_stream(const struct cit_conn *c, int s, int dir, struct cit_st
 #define SFAIL(fmt, ...)                                                                            \
 	cit_fail("conn %d %s/%s %s %s: " fmt, c->id, cit_proto_name(c->proto),                     \
 		 cit_variant_name(c->variant), side_name(s), dir_name(dir), __VA_ARGS__)
-	qsort(st->v, st->n, sizeof(*st->v), cmp_chunk);
+	if (st->n) /* a stream whose every chunk was lost has none (and v NULL) */
+		qsort(st->v, st->n, sizeof(*st->v), cmp_chunk);
 	st->holes = st->hole_bytes = st->covered = 0;
 	for (size_t k = 0; k < st->n; k++) {
 		const struct cit_chunk *ch = &st->v[k];

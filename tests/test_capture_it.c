@@ -163,13 +163,13 @@ static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t sn
 		}
 	}
 	printf("%s: %llu records, %llu samples, %llu bytes compared, %llu length-only bytes, "
-	       "%llu TRUNCATED and %llu LENGTH_ONLY chunks, %llu LOST in %llu records, %d "
-	       "failures\n",
+	       "%llu TRUNCATED and %llu LENGTH_ONLY chunks, %llu LOST in %llu records, %llu "
+	       "DROP records, %d failures\n",
 	       name, (unsigned long long)res.records, (unsigned long long)res.samples,
 	       (unsigned long long)compared, (unsigned long long)lo_bytes,
 	       (unsigned long long)res.truncated_events, (unsigned long long)res.length_only_events,
 	       (unsigned long long)res.lost_total, (unsigned long long)res.lost_records,
-	       cit_errors);
+	       (unsigned long long)res.drop_records, cit_errors);
 	assert_int_equal(cit_errors, 0);
 
 	/* file-level facts */
