@@ -24,6 +24,11 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* A global function's argument that is the program's context. */
+#ifndef __arg_ctx
+#define __arg_ctx __attribute__((btf_decl_tag("arg:ctx")))
+#endif
+
 #define R_MSG_PEEK     2
 #define R_EINPROGRESS  115
 #define R_EBADF	       9
@@ -132,6 +137,7 @@ struct walk_state {
  * stays inside the buffer for the verifier. */
 struct scratch {
 	struct walk_state st;
+	struct iovec iov[REEL_IOV_MAX]; /* the message's iovecs, read in one go */
 	struct reel_ev_data ev;
 	__u8 data[2 * REEL_CHUNK_MAX];
 };
@@ -442,8 +448,9 @@ struct loop_ctx {
 	void *ctx;
 };
 
-/* One step of the walk: load the next segment, or copy the next piece of
- * the current one into the scratch buffer. Returns 1 when done. */
+/* One step of the walk: copy the next piece of the current segment into the
+ * scratch buffer, taking the next segment first when the current one is
+ * done. Returns 1 when done. */
 static long walk_step(__u32 i, void *arg)
 {
 	struct loop_ctx *lc = arg;
@@ -463,12 +470,10 @@ static long walk_step(__u32 i, void *arg)
 		if (st->seg_idx >= st->nseg)
 			return 1;
 		if (st->is_iov) {
-			struct iovec v = {};
+			const struct iovec *v = &s->iov[st->seg_idx & (REEL_IOV_MAX - 1)];
 
-			bpf_probe_read_user(&v, sizeof(v),
-					    (void *)(st->buf + (__u64)st->seg_idx * sizeof(v)));
-			base = (__u64)v.iov_base;
-			len = v.iov_len;
+			base = (__u64)v->iov_base;
+			len = v->iov_len;
 		} else {
 			base = st->buf;
 			len = st->buflen;
@@ -477,7 +482,8 @@ static long walk_step(__u32 i, void *arg)
 		left = st->total - st->off;
 		st->seg_base = base;
 		st->seg_left = len < left ? len : left;
-		return 0;
+		if (!st->seg_left)
+			return 0;
 	}
 	if (st->captured >= snaplen)
 		return 1;
@@ -518,12 +524,21 @@ struct msg_desc {
 	struct reel_endpoint peer;
 };
 
-static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct call_args *a,
-				     struct conn_state *c, const struct msg_desc *m)
+/* Emits one message (a call's bytes, or one message of sendmmsg/recvmmsg)
+ * as DATA chunks. A global function: the verifier walks it once per program
+ * (its pointers as memory of their types' sizes, ctx as the program's
+ * context), not once per call site and caller state. */
+__noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct call_args *a,
+			struct conn_state *c, const struct msg_desc *m)
 {
-	struct walk_state *st = &s->st;
 	struct loop_ctx lc = {.ctx = ctx};
-	__u64 id = a->id;
+	struct walk_state *st;
+	__u64 id;
+
+	if (!s || !a || !c || !m)
+		return 0;
+	st = &s->st;
+	id = a->id;
 
 	__builtin_memset(st, 0, sizeof(*st));
 	st->buf = m->buf;
@@ -557,7 +572,7 @@ static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct 
 
 	if (m->flags & REEL_DATAF_LENGTH_ONLY) {
 		flush_chunk(ctx, s, m->total, 0, 0);
-		return;
+		return 0;
 	}
 	/* fast path, the common case: one flat buffer that fits one chunk */
 	if (!m->is_iov && m->total <= REEL_CHUNK_MAX && m->total <= snaplen &&
@@ -574,10 +589,22 @@ static __always_inline void emit_msg(void *ctx, struct scratch *s, const struct 
 		st->captured = n;
 		st->off = n;
 		flush_chunk(ctx, s, n, n, 0);
-		return;
+		return 0;
+	}
+	if (m->is_iov) {
+		/* every iovec in one read: each bpf_probe_read_user costs ~90 ns
+		 * here whatever its size */
+		__u64 sz = (__u64)st->nseg * sizeof(struct iovec);
+
+		barrier_var(sz);
+		if (sz > sizeof(s->iov))
+			sz = sizeof(s->iov);
+		if (bpf_probe_read_user(s->iov, sz, (void *)m->buf))
+			st->nseg = 0; /* unreadable: the bytes go as a truncated chunk */
 	}
 	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, &lc, 0);
 	walk_finish(ctx, s);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
