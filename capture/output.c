@@ -128,7 +128,8 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
 	}
 	out->o = o;
 	REEL_OPTS(reel_writer_opts, wo, .level = o->level, .block_age_ms = o->flush_ms,
-		  .argv = (const char *const *)o->argv, .argc = o->argc,
+		  /* 32 blocks (32 MiB at most) absorb bursts while the host is busy */
+		  .queue_blocks = 32, .argv = (const char *const *)o->argv, .argc = o->argc,
 		  .abi_version = REEL_ABI_VERSION, .tool_version = "reelcap " REEL_VERSION,
 		  .snaplen = o->snaplen, .clock = *clk,
 		  .coding = o->no_coding ? &no_coding : &reel_abi_coding);
