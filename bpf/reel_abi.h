@@ -222,4 +222,9 @@ struct reel_ev_proc_exit {
 	reel_u32 reserved;
 };
 
+/* Not an event: the words of the programs' pid bitmap (map `pidbits`, set by
+ * reelcap before attach), covering every pid up to the kernel's
+ * PID_MAX_LIMIT (4M on 64-bit). */
+#define REEL_PIDBITS_WORDS ((1u << 22) / 64)
+
 #endif /* REEL_ABI_H */

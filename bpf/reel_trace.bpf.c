@@ -53,13 +53,25 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } events SEC(".maps");
 
-/* Processes in scope when filter_pids: tgid -> 1. Seeded by reelcap, grown by fork. */
+/* Processes in scope when filter_pids: tgid -> 1. Seeded by reelcap, grown by
+ * fork, read by reelcap at rotation. The programs test `pidbits`. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, __u8);
 } pids SEC(".maps");
+
+/* The same set as a bitmap, bit tgid % 64 of word tgid / 64: the test every
+ * traced syscall of every process makes with -p is an inlined array lookup
+ * and a shift (a hash lookup cost ~50-90 ns here). reelcap sizes it to
+ * REEL_PIDBITS_WORDS with a pid filter (512 KiB), to 1 word without. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, REEL_PIDBITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} pidbits SEC(".maps");
 
 /* Per connection state, key tgid << 32 | fd. `ino` is the generation: an fd
  * whose socket inode differs was reused. LRU so sockets whose close we never
@@ -217,6 +229,27 @@ static __always_inline bool comm_matches(struct task_struct *task)
 	return !((c0 ^ f0) & m0) && !((c1 ^ f1) & m1);
 }
 
+static __always_inline bool pid_in_set(__u32 tgid)
+{
+	__u32 w = tgid / 64;
+	__u64 *v = bpf_map_lookup_elem(&pidbits, &w);
+
+	return v && (*v >> (tgid & 63)) & 1;
+}
+
+static __always_inline void pid_set(__u32 tgid, bool on)
+{
+	__u32 w = tgid / 64;
+	__u64 *v = bpf_map_lookup_elem(&pidbits, &w), bit = 1ULL << (tgid & 63);
+
+	if (!v)
+		return;
+	if (on)
+		__sync_fetch_and_or(v, bit);
+	else
+		__sync_fetch_and_and(v, ~bit);
+}
+
 /* Everything that can be decided before looking at the fd, cheapest first. */
 static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
 {
@@ -224,7 +257,7 @@ static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
 		return false;
 	if (filter_comm && !comm_matches(task))
 		return false;
-	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+	if (filter_pids && !pid_in_set(tgid))
 		return false;
 	if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup)
 		return false;
@@ -884,8 +917,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (!in_scope(ptgid, bpf_get_current_task_btf()))
 		return 0;
-	if (filter_pids)
+	if (filter_pids) {
 		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+		pid_set(ctgid, true);
+	}
 	ev_hdr(&ev.hdr, REEL_EV_PROC_FORK, sizeof(ev));
 	ev.child_tgid = ctgid;
 	BPF_CORE_READ_STR_INTO(&ev.comm, child, comm);
@@ -931,7 +966,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	ev_hdr(&ev.hdr, REEL_EV_PROC_EXIT, sizeof(ev));
 	ev.exit_code = BPF_CORE_READ(p, exit_code);
 	output(ctx, &ev, sizeof(ev));
-	if (filter_pids)
+	if (filter_pids) {
 		bpf_map_delete_elem(&pids, &tgid);
+		pid_set(tgid, false);
+	}
 	return 0;
 }

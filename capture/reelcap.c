@@ -383,7 +383,25 @@ static int set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pi
 	ro->nports = o->nports;
 	for (int i = 0; i < o->nports; i++)
 		((uint16_t *)ro->ports)[i] = htons(o->ports[i]);
+	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1))
+		return -EINVAL;
 	return bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
+}
+
+/* Puts pid in the programs' pid set: the hash reelcap reads back at rotation
+ * and the bitmap the programs test. Before attach: nothing races with it. */
+static void pid_seed(struct reel_trace *skel, uint32_t pid)
+{
+	uint32_t w = pid / 64;
+	uint64_t bits = 0;
+	uint8_t one = 1;
+
+	bpf_map__update_elem(skel->maps.pids, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
+	if (w >= REEL_PIDBITS_WORDS)
+		return;
+	bpf_map__lookup_elem(skel->maps.pidbits, &w, sizeof(w), &bits, sizeof(bits), 0);
+	bits |= 1ull << (pid % 64);
+	bpf_map__update_elem(skel->maps.pidbits, &w, sizeof(w), &bits, sizeof(bits), BPF_ANY);
 }
 
 static void kstats_read(struct reel_trace *skel, uint64_t *out, int n)
@@ -607,12 +625,8 @@ int main(int argc, char **argv)
 				: "");
 		goto out;
 	}
-	for (int i = 0; i < npids; i++) {
-		uint8_t one = 1;
-
-		bpf_map__update_elem(skel->maps.pids, &pids[i], sizeof(pids[i]), &one, sizeof(one),
-				     BPF_ANY);
-	}
+	for (int i = 0; i < npids; i++)
+		pid_seed(skel, pids[i]);
 	/* the rings exist before the programs fire (an output with no ring is
 	 * lost without a trace); they are handed the output once the writer,
 	 * created without privileges, exists: nothing is consumed before */
