@@ -251,11 +251,11 @@ static __always_inline void pid_set(__u32 tgid, bool on)
 }
 
 /* Everything that can be decided before looking at the fd, cheapest first. */
-static __always_inline bool in_scope(__u32 tgid, struct task_struct *task)
+static __always_inline bool in_scope(__u32 tgid)
 {
 	if (tgid == self_tgid)
 		return false;
-	if (filter_comm && !comm_matches(task))
+	if (filter_comm && !comm_matches(bpf_get_current_task_btf()))
 		return false;
 	if (filter_pids && !pid_in_set(tgid))
 		return false;
@@ -302,13 +302,15 @@ static __always_inline int sock_lookup(struct task_struct *task, int fd, struct 
  * or -1. */
 static __always_inline int call_args(struct call_args *a, __u16 sys)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs;
 	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct pt_regs *regs;
 	__u64 p1, p2, p3;
 
-	if (!in_scope(id >> 32, task))
+	/* out of scope: done without fetching the task (a helper call here) */
+	if (!in_scope(id >> 32))
 		return -1;
+	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	p1 = PT_REGS_PARM1_SYSCALL(regs);
 	p2 = PT_REGS_PARM2_SYSCALL(regs);
@@ -891,6 +893,11 @@ int exit_close(struct trace_event_raw_sys_exit *ctx)
 
 	if ((id >> 32) == self_tgid || ctx->ret == -R_EBADF)
 		return 0;
+	/* a process out of the pid set has no connections (the set is per
+	 * tgid; comm and cgroup are per thread, so another thread of a traced
+	 * process may close its sockets: not tested here) */
+	if (filter_pids && !pid_in_set(id >> 32))
+		return 0;
 	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	fd = PT_REGS_PARM1_SYSCALL(regs);
@@ -915,7 +922,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (ptgid == ctgid) /* a thread */
 		return 0;
-	if (!in_scope(ptgid, bpf_get_current_task_btf()))
+	if (!in_scope(ptgid))
 		return 0;
 	if (filter_pids) {
 		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
@@ -935,7 +942,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	struct reel_ev_proc_exec *ev;
 	const char *fn;
 
-	if (!in_scope(p->tgid, bpf_get_current_task_btf()))
+	if (!in_scope(p->tgid))
 		return 0;
 	/* the event is 304 bytes: build it in the scratch buffer, not the stack */
 	s = scratch_get();
@@ -961,7 +968,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (p->pid != p->tgid) /* a thread; the leader's exit stands for the process */
 		return 0;
-	if (!in_scope(tgid, bpf_get_current_task_btf()))
+	if (!in_scope(tgid))
 		return 0;
 	ev_hdr(&ev.hdr, REEL_EV_PROC_EXIT, sizeof(ev));
 	ev.exit_code = BPF_CORE_READ(p, exit_code);
