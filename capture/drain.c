@@ -25,6 +25,7 @@ struct drain {
 	int n;
 	int cpus[1024];
 	struct drain_cpu c[1024];
+	int16_t slot[1024]; /* CPU id -> index in c[] + 1 (0: no ring) */
 };
 
 /* PERF_RECORD_SAMPLE with RAW|TIME|CPU: fields in perf ABI order. */
@@ -69,12 +70,12 @@ static int online_cpus(int *cpus, int max)
 	return n;
 }
 
+/* Called for every sample: a table, not a search over the CPUs. */
 static struct drain_cpu *cpu_slot(struct drain *d, int cpu)
 {
-	for (int i = 0; i < d->n; i++)
-		if (d->c[i].cpu == cpu)
-			return &d->c[i];
-	return NULL;
+	if (cpu < 0 || cpu >= 1024 || !d->slot[cpu])
+		return NULL;
+	return &d->c[d->slot[cpu] - 1];
 }
 
 static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *e)
@@ -163,6 +164,8 @@ struct drain *drain_new(int map_fd, uint32_t ring_pages, struct out *out, uint64
 	}
 	for (int i = 0; i < n; i++) {
 		d->c[i].cpu = d->cpus[i];
+		if (d->cpus[i] < 1024)
+			d->slot[d->cpus[i]] = i + 1;
 		d->c[i].fd = perf_buffer__buffer_fd(d->pb, i);
 		if (d->c[i].fd >= 0)
 			ioctl(d->c[i].fd, PERF_EVENT_IOC_ID, &d->c[i].id);
