@@ -29,8 +29,10 @@ struct reel_outq {
 	pthread_cond_t less; /* producer waits: a buffer came back */
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
+int reel_write_all(int fd, const void *buf, size_t n)
 {
+	const uint8_t *p = buf;
+
 	while (n) {
 		ssize_t k = write(fd, p, n);
 
@@ -66,7 +68,7 @@ static void *writer(void *arg)
 		err = q->err;
 		pthread_mutex_unlock(&q->mu);
 		if (!err)
-			err = write_all(q->fd, q->buf[i], q->len[i]);
+			err = reel_write_all(q->fd, q->buf[i], q->len[i]);
 		pthread_mutex_lock(&q->mu);
 		if (err && !q->err)
 			q->err = err;

@@ -17,6 +17,11 @@
 
 struct reel_outq;
 
+/* write() until n bytes are out: 0 or the negative errno (-EIO for a write
+ * of 0). EPIPE also raises SIGPIPE for the process, so a writer thread that
+ * blocks signals ends the program on a closed pipe as the main thread would. */
+int reel_write_all(int fd, const void *buf, size_t n);
+
 /* Starts the writer thread for fd (not closed by the queue) with nbufs >= 2
  * buffers of `size` bytes. NULL with errno set on failure. */
 struct reel_outq *reel_outq__new(int fd, size_t size, unsigned int nbufs);

@@ -107,22 +107,8 @@ static void flush_part(struct reel_pcapng *w, bool whole)
 		w->len = w->err ? 0 : rest;
 		return;
 	}
-	while (n && !w->err) {
-		ssize_t k = write(w->fd, p, n);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			w->err = -errno;
-			break;
-		}
-		if (k == 0) {
-			w->err = -EIO;
-			break;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
+	if (n && !w->err)
+		w->err = reel_write_all(w->fd, p, n);
 	if (rest && !w->err)
 		memmove(w->buf, w->buf + (w->len - rest), rest);
 	w->len = w->err ? 0 : rest;

@@ -4,11 +4,11 @@
  * reassembly -> detection -> L7 parsers -> sinks. See ARCHITECTURE.md.
  */
 #include "pipeline.h"
+#include "outq.h"
 #include "workq.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <pcap/pcap.h>
@@ -176,25 +176,14 @@ static void sink_err(struct reel_pipeline *p, FILE *f)
 static void json_flush_part(struct reel_pipeline *p, bool all)
 {
 	size_t n = all ? p->jlen : p->jlen / JBUF_FLUSH * JBUF_FLUSH, rest = p->jlen - n;
-	const char *q = p->jbuf;
-	size_t left = n;
 
 	if (!n)
 		return;
 	if (p->jfd >= 0 && !fflush(p->o.json)) {
-		while (left) {
-			ssize_t k = write(p->jfd, q, left);
+		int err = reel_write_all(p->jfd, p->jbuf, n);
 
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				if (!p->err)
-					p->err = k < 0 ? -errno : -EIO;
-				break;
-			}
-			q += k;
-			left -= (size_t)k;
-		}
+		if (err && !p->err)
+			p->err = err;
 	} else {
 		fwrite(p->jbuf, 1, n, p->o.json);
 		sink_err(p, p->o.json);
@@ -1327,25 +1316,9 @@ static bool jw_queue_txn(struct reel_pipeline *p, const struct conn *c, const st
 static void jw_write(struct jw *w, bool all)
 {
 	size_t n = all ? w->len : w->len / JBUF_FLUSH * JBUF_FLUSH, rest = w->len - n;
-	const char *q = w->buf;
-	size_t left = n;
 
-	while (left && !w->err) {
-		ssize_t k = write(w->fd, q, left);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			w->err = k < 0 ? -errno : -EIO;
-			/* the thread blocks signals: a closed pipe kills the
-			 * program as it would have without the thread */
-			if (w->err == -EPIPE)
-				kill(getpid(), SIGPIPE);
-			break;
-		}
-		q += k;
-		left -= (size_t)k;
-	}
+	if (n && !w->err)
+		w->err = reel_write_all(w->fd, w->buf, n);
 	if (w->err) {
 		w->len = 0;
 		return;
