@@ -77,7 +77,9 @@ struct conn {
 	uint32_t jfrag_gen; /* 0 = none */
 	int jfrag_role;
 	uint16_t jfrag_len;
-	char jfrag[320];       /* ,"pid":..,"fd":..,"ino":..,"comm":..,"client":..,"server":.. */
+	/* ,"pid":..,"fd":..,"ino":..,"comm":..,"client":..,"server":..
+	 * [,"peer_conn":..,"peer_pid":..,"peer_comm":..] */
+	char jfrag[400];
 	uint32_t pnote_gen[2]; /* per direction, 0 = none */
 	uint32_t pnote_tid[2], pnote_flags[2];
 	uint16_t pnote_syscall[2], pnote_len[2];
@@ -87,10 +89,18 @@ struct conn {
 	bool skipped; /* data dropped by --from: positions advanced silently */
 
 	/* Both ends of one TCP connection traced (loopback): the end seen second
-	 * is a mirror, and the summary counts the exchange once, from the other. */
+	 * is a mirror, and the summary counts the exchange once, from the other.
+	 * Unless each_end is set, a mirror's bytes skip the L7 parsers too (l7_off,
+	 * for good once set): its transactions are those of the twin, txns_from. */
 	struct conn *tnext; /* chain of the pipeline's tuple index */
-	uint32_t tbucket;   /* its bucket there (the tuple may change after) */
-	bool in_tindex, mirror;
+	struct conn *twin;  /* the other traced end while both are open */
+	uint64_t txns_from; /* serial of the conn that reports the transactions */
+	/* the mirror whose transactions this conn reports (serial 0 = none) */
+	uint64_t peer_serial;
+	uint32_t peer_pid;
+	char peer_comm[REEL_COMM_LEN];
+	uint32_t tbucket; /* its bucket there (the tuple may change after) */
+	bool in_tindex, mirror, l7_off;
 };
 
 /*

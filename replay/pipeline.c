@@ -581,10 +581,46 @@ static bool endpoint_eq(const struct reel_endpoint *a, const struct reel_endpoin
 	return a->port == b->port && a->family == b->family && !memcmp(a->addr, b->addr, 16);
 }
 
+/* A mirror whose twin passes the filters leaves its bytes to the twin's
+ * parser, for good: one transaction per exchange, from the twin. */
+static void mirror_defer(struct reel_pipeline *p, struct conn *m)
+{
+	struct conn *o = m->twin;
+
+	if (!m->mirror || p->o.each_end || m->l7_off || !o || !conn_pass(p, o))
+		return;
+	m->l7_off = true;
+	m->txns_from = o->serial;
+	o->peer_serial = m->serial;
+	o->peer_pid = m->id.tgid;
+	memcpy(o->peer_comm, m->comm, sizeof(o->peer_comm));
+	o->texts_gen++;
+}
+
+/* Unlinks the two traced ends of a connection. A mirror that has not parsed
+ * anything yet still defers to the twin that goes (whose parser saw what the
+ * mirror will read), and keeps the protocol the twin found. */
+static void twin_unlink(struct conn *c)
+{
+	struct conn *o = c->twin;
+
+	if (!o)
+		return;
+	if (o->mirror && !o->parser && !o->detect_tries && !o->pre)
+		mirror_defer(o->p, o);
+	if (o->l7_off && o->proto == REEL_PROTO_UNKNOWN)
+		o->proto = c->proto;
+	if (c->l7_off && c->proto == REEL_PROTO_UNKNOWN)
+		c->proto = o->proto;
+	o->twin = NULL;
+	c->twin = NULL;
+}
+
 static void mirror_forget(struct reel_pipeline *p, struct conn *c)
 {
 	struct conn **pp;
 
+	twin_unlink(c);
 	if (!c->in_tindex)
 		return;
 	for (pp = &p->ctuples[c->tbucket]; *pp; pp = &(*pp)->tnext) {
@@ -626,6 +662,10 @@ static void mirror_note(struct reel_pipeline *p, struct conn *c)
 		if (!m->mirror && !(m == c ? o : c)->mirror) {
 			m->mirror = true;
 			p->tot.mirror_conns++;
+		}
+		if (!udp && m == c && !o->twin) {
+			c->twin = o;
+			o->twin = c;
 		}
 		break;
 	}
@@ -1198,6 +1238,11 @@ static void put_txn_conn_fields(struct reel_sb *sb, const struct conn *c, int cl
 	json_str(sb, "comm", c->comm);
 	json_ep(sb, "client", c, client);
 	json_ep(sb, "server", c, !client);
+	if (c->peer_serial) {
+		json_u64(sb, "peer_conn", c->peer_serial);
+		json_u64(sb, "peer_pid", c->peer_pid);
+		json_str(sb, "peer_comm", c->peer_comm);
+	}
 }
 
 /* The fields of a txn line that are the connection's: made once. */
@@ -1587,7 +1632,9 @@ static void l7_feed(struct reel_pipeline *p, struct conn *c, int dir, const stru
 	struct reel_l7_emit emit = {c, on_txn};
 	int d = l7dir(c, dir);
 
-	(void)p;
+	mirror_defer(p, c);
+	if (c->l7_off)
+		return;
 	if (!c->parser && c->detect_tries < DETECT_TRIES && ch->cap) {
 		if (stream_like(c)) {
 			if (l7_detect_stream(c, dir, ch, &emit))
@@ -1738,6 +1785,8 @@ static void fmt_conn_json(struct reel_pipeline *p, const struct conn *c, uint64_
 	/* both ends traced: the packets of this flow are those of the other end */
 	if (c->fl->mirror_of)
 		reel_sb_printf(sb, ",\"packets_from_conn\":%" PRIu64, c->fl->mirror_of);
+	if (c->l7_off)
+		reel_sb_printf(sb, ",\"txns_from_conn\":%" PRIu64, c->txns_from);
 	reel_sb_putc(sb, '}');
 }
 
@@ -1749,6 +1798,7 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 
 	for (int d = 0; d < 2; d++)
 		reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &rs_ops, c);
+	twin_unlink(c); /* a mirror takes its twin's protocol for its line */
 	if (c->parser) {
 		c->parser->close(c->pst, ts, &emit);
 		c->parser->free_state(c->pst);

@@ -57,6 +57,11 @@ struct reel_pipeline_opts {
 	 * order, the order the reorder stage would produce: skip that stage
 	 * (no copy, no hold). Output is identical either way. */
 	bool ordered;
+
+	/* Both ends of a TCP connection traced (loopback): parse and report the
+	 * transactions of each end. Default: once, from the end seen first; its
+	 * txn lines name the other end (peer_conn, peer_pid, peer_comm). */
+	bool each_end;
 };
 
 struct reel_pipeline;

@@ -42,6 +42,9 @@ static const char usage_text[] =
 	"      --summary         per protocol/endpoint counts, errors, latency percentiles\n"
 	"                        (the default when no other output is named)\n"
 	"      --preview N       payload bytes shown per --print line (default 64)\n"
+	"      --each-end        a TCP connection traced at both ends: transactions from\n"
+	"                        each end (default: once, from the end seen first, with\n"
+	"                        the other end as peer_pid/peer_comm/peer_conn)\n"
 	"Filters (an event passes when it matches all that are given; repeatable):\n"
 	"      --pid PID         process id (tgid)\n"
 	"      --comm NAME       process name\n"
@@ -191,6 +194,7 @@ int main(int argc, char **argv)
 		OPT_FROM,
 		OPT_TO,
 		OPT_NOPROGRESS,
+		OPT_EACH_END,
 	};
 	static const struct option lopts[] = {
 		{"write", required_argument, NULL, 'w'},
@@ -207,6 +211,7 @@ int main(int argc, char **argv)
 		{"from", required_argument, NULL, OPT_FROM},
 		{"to", required_argument, NULL, OPT_TO},
 		{"no-progress", no_argument, NULL, OPT_NOPROGRESS},
+		{"each-end", no_argument, NULL, OPT_EACH_END},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -316,6 +321,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOPROGRESS:
 			no_progress = true;
+			break;
+		case OPT_EACH_END:
+			po.each_end = true;
 			break;
 		case 'q':
 			quiet = true;

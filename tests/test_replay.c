@@ -961,9 +961,18 @@ static void test_both_ends_one_flow(void **state)
 	ts_close(&s, 0, T0 + 30, 800, 5, 1001, rq, rs);
 	ts_close(&s, 1, T0 + 31, 900, 7, 1002, rs, rq);
 	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
-	assert_int_equal(count(r.json, "\"type\":\"txn\""), 2);
+	/* one transaction, parsed from the end seen first (the client), naming
+	 * the server end as its peer */
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"type\":\"txn\",\"proto\":\"http1\",\"conn\":1,"));
+	assert_non_null(strstr(r.json, "\"pid\":800,"));
+	assert_non_null(strstr(r.json, "\"peer_conn\":2,\"peer_pid\":900,"));
+	assert_non_null(strstr(r.json, "\"target\":\"/both\",\"status\":200"));
 	assert_int_equal(count(r.json, "\"type\":\"conn\""), 2);
 	assert_int_equal(count(r.json, "\"packets_from_conn\":1"), 1);
+	assert_int_equal(count(r.json, "\"txns_from_conn\":1"), 1);
+	/* the mirror's conn line still has its protocol and its own byte counts */
+	assert_int_equal(count(r.json, "\"proto\":\"http1\""), 3);
 	/* the summary counts the exchange once: 1 connection, 1 transaction */
 	assert_non_null(strstr(r.summary, "1 connections traced at both ends: counted once"));
 	assert_non_null(strstr(r.summary, "http1   (all)                             1        1"));
@@ -980,6 +989,58 @@ static void test_both_ends_one_flow(void **state)
 	assert_int_equal(rb.dir[1].max_end, rs);
 	assert_memory_equal(b0, req, rq);
 	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+
+	/* --each-end: each end reports its own view */
+	{
+		REEL_OPTS(reel_pipeline_opts, o2, .each_end = true);
+
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(run_pipeline(&s, NULL, &o2, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 2);
+		assert_int_equal(count(r.json, "\"peer_conn\""), 0);
+		assert_int_equal(count(r.json, "\"txns_from_conn\""), 0);
+		run_free(&r);
+	}
+	/* a filter that keeps only the mirror's process: the mirror parses */
+	{
+		static const uint32_t pid[] = {900};
+		REEL_OPTS(reel_pipeline_opts, o3, .pids = pid, .npids = 1);
+
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(run_pipeline(&s, NULL, &o3, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+		assert_non_null(strstr(r.json, "\"pid\":900,"));
+		assert_int_equal(count(r.json, "\"txns_from_conn\""), 0);
+		run_free(&r);
+	}
+	ts_free(&s);
+}
+
+/* Both ends traced, and the client closes before the server reads its
+ * request: the client's parser saw the exchange, the server end defers to it
+ * even though it reads after the client is gone (one transaction, not two). */
+static void test_both_ends_twin_gone(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o);
+	struct run r = {0};
+	const char *req = "GET /gone HTTP/1.1\r\nHost: b\r\n\r\n";
+	uint32_t rq = (uint32_t)strlen(req);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41001, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41001, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 20, 800, 5, 1001, rq, 0);
+	ts_data(&s, 1, T0 + 30, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_close(&s, 1, T0 + 40, 900, 7, 1002, 0, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"pid\":800,"));
+	assert_non_null(strstr(r.json, "\"peer_conn\":2,\"peer_pid\":900,"));
+	assert_non_null(strstr(r.json, "\"target\":\"/gone\""));
+	assert_int_equal(count(r.json, "\"txns_from_conn\":1"), 1);
 	run_free(&r);
 	ts_free(&s);
 }
@@ -1368,6 +1429,7 @@ int main(void)
 		cmocka_unit_test(test_bpf_filter_and_pcap),
 		cmocka_unit_test(test_unix_and_inferred_role),
 		cmocka_unit_test(test_both_ends_one_flow),
+		cmocka_unit_test(test_both_ends_twin_gone),
 		cmocka_unit_test(test_detect_on_prefix),
 		cmocka_unit_test(test_fork_shared_socket),
 		cmocka_unit_test(test_ipv6_and_udp),

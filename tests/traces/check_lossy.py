@@ -66,7 +66,8 @@ def main():
     pcap = os.path.join(args.work, args.name + ".lossy.pcapng")
     jsonl = os.path.join(args.work, args.name + ".lossy.jsonl")
 
-    rc, so, se = run([args.reelplay, reel, "-w", pcap, "--json", jsonl])
+    # --each-end: the transactions of both traced ends, to check each side
+    rc, so, se = run([args.reelplay, reel, "-w", pcap, "--json", jsonl, "--each-end"])
     if rc != 0:
         fail("reelplay %s: exit %d (LOST is not damage): %s" % (reel, rc, se.strip()))
     else:
@@ -128,6 +129,7 @@ def main():
         check_manifest(manifest, conns)
     if os.path.exists(truth):
         check_truth(truth, events, pcap, hints)
+        check_once(args, reel, truth, events)
     if FAILS:
         print("%s: %d check(s) failed" % (args.name, len(FAILS)))
         return 1
@@ -154,6 +156,36 @@ def check_manifest(path, conns):
                     kv["id"], side, c["bytes_out"], c["bytes_in"], kv[out], kv[inn]))
             n += 1
     ok("%d sockets of manifest.txt: byte totals match" % n)
+
+
+def check_once(args, reel, truth, each):
+    """Without --each-end a connection traced at both ends reports each
+    transaction once, from one end, naming the other as its peer: the lines
+    are those of that end in the --each-end output, plus the peer fields."""
+    jsonl = os.path.join(args.work, args.name + ".once.jsonl")
+    rc, so, se = run([args.reelplay, reel, "--json", jsonl])
+    if rc != 0:
+        fail("reelplay %s --json: exit %d: %s" % (reel, rc, se.strip()))
+        return
+    txns = [json.loads(line) for line in open(jsonl)]
+    txns = [e for e in txns if e["type"] == "txn"]
+    peers = {(e.get("peer_pid"), e.get("peer_comm")) for e in txns}
+    stripped = []
+    for e in txns:
+        e = dict(e)
+        for k in ("peer_conn", "peer_pid", "peer_comm"):
+            e.pop(k, None)
+        stripped.append(e)
+    conns = {e["conn"] for e in txns}
+    want = [e for e in each if e["type"] == "txn" and e["conn"] in conns]
+    if not txns or stripped != want:
+        fail("once: %d transactions, not those of conn(s) %r in the --each-end output (%d)" % (
+            len(txns), sorted(conns), len(want)))
+    elif len(peers) != 1 or None in list(peers)[0]:
+        fail("once: transactions name peers %r, want one peer end" % (peers,))
+    else:
+        ok("once: %d transactions from one end, naming the other end %r" % (
+            len(txns), list(peers)[0]))
 
 
 def check_truth(path, events, pcap, hints):

@@ -14,7 +14,8 @@
 #   NAME.reel            the capture (only synthetic data: what this script sends)
 #   truth.txt            what the client did and saw, written from the client's own
 #                        output at recording time (the tshark check compares with it)
-#   NAME.expected.jsonl  `reelplay NAME.reel --json` at recording time. REVIEW IT
+#   NAME.expected.jsonl  `reelplay NAME.reel --json` at recording time, and
+#   NAME.each-end.expected.jsonl with --each-end (both traced ends). REVIEW IT
 #                        against truth.txt before committing: it is the regression
 #                        reference and must describe correct behaviour.
 #
@@ -55,7 +56,8 @@ if [ $expected_only = 1 ]; then
 	for n in "$@"; do
 		[ -f "$HERE/$n/$n.reel" ] || { echo "record.sh: no $HERE/$n/$n.reel" >&2; exit 2; }
 		"$REELPLAY" "$HERE/$n/$n.reel" --json "$HERE/$n/$n.expected.jsonl"
-		echo "== $n: rewrote $n.expected.jsonl; review it (git diff) against truth.txt"
+		"$REELPLAY" "$HERE/$n/$n.reel" --json "$HERE/$n/$n.each-end.expected.jsonl" --each-end
+		echo "== $n: rewrote $n.expected.jsonl and $n.each-end.expected.jsonl; review them (git diff) against truth.txt"
 	done
 	exit 0
 fi
@@ -87,7 +89,9 @@ capture() {
 finish() {
 	local name=$1 dir=$HERE/$1
 	"$REELPLAY" "$dir/$name.reel" --json "$dir/$name.expected.jsonl"
-	chmod 644 "$dir/$name.reel" "$dir/$name.expected.jsonl" "$dir/truth.txt"
+	"$REELPLAY" "$dir/$name.reel" --json "$dir/$name.each-end.expected.jsonl" --each-end
+	chmod 644 "$dir/$name.reel" "$dir/$name.expected.jsonl" "$dir/$name.each-end.expected.jsonl" \
+		"$dir/truth.txt"
 	echo "== $name: $(stat -c %s "$dir/$name.reel") bytes, $(grep -c '"type":"txn"' \
 		"$dir/$name.expected.jsonl") transactions; review $dir/$name.expected.jsonl against truth.txt"
 }
