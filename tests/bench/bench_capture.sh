@@ -4,6 +4,12 @@
 #   a) wrk requests/s against nginx (keep-alive; 1 KiB and 64 KiB bodies) with
 #      full capture on (reelcap, no filters: every process) / off; rounds
 #      interleaved off,on,off,...,off; ratio = mean(on) / mean(off)   target >= 0.95
+#      Beside it, measured in the same cycles (off, then the variants in an
+#      order rotated every cycle): the attach floor (every program attached,
+#      `--comm` of no process: nothing captured) and `perf record -z` on the
+#      tracepoints reelcap attaches, with their ratios, LOST, tracer CPU and
+#      the CPU per request (wrk + nginx + tracer) each adds to the untraced
+#      rounds'. BENCH_A_REFS picks the references (default "floor perf").
 #   b) tracer CPU seconds per MB of ring data drained: reelcap (sample bytes)
 #      beside `perf record -z -a` on the same syscall tracepoints (perf's
 #      "original N MB"), both wrapped in cputime.py; two loads: evgen paced at
@@ -69,12 +75,12 @@ if [ -z "$REELCAP" ] || [ ! -x "$REELCAP" ] || [ -z "$REELTOOL" ] || [ ! -x "$RE
 fi
 for t in wrk nginx tcpdump perf zstd python3; do
 	command -v $t >/dev/null || {
-		echo "bench_capture: $t is missing" >&2
+		echo "bench_capture: $t is missing (tools/deps.sh test installs it)" >&2
 		exit 2
 	}
 done
 
-# shellcheck source=../peers/peers.sh
+# shellcheck source=../peers/peers.sh source-path=SCRIPTDIR
 . "$repo/tests/peers/peers.sh"
 peers_init
 W=$PEER_DIR/bench
@@ -155,8 +161,30 @@ wrk_rps() {
 	wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$port$1" 2>&1 | awk '/^Requests\/sec:/ {print $2}'
 }
 
+# ticks PID: user+system CPU clock ticks of a process (all its threads)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# child PID: the (first) child of a process
+child() { cut -d' ' -f1 "/proc/$1/task/$1/children" 2>/dev/null; }
+HZ=$(getconf CLK_TCK)
+
+# wrk_run PATH SECONDS: "requests/s requests wrk_CPU_seconds"
+wrk_run() {
+	local out
+	out=$($CPUTIME "$W/wrk.cpu" wrk -t1 -c8 -d"$2"s "http://127.0.0.1:$port$1" 2>&1)
+	echo "$(echo "$out" | awk '/^Requests\/sec:/ {r = $2} / requests in / {n = $1} END {print r + 0, n + 0}')" \
+		"$(cat "$W/wrk.cpu" 2>/dev/null || echo 0)"
+}
+
 # --------------------------------------------------------------------
-# a) throughput with full capture on / off
+# a) throughput with full capture on / off, beside two references: the attach
+# floor (reelcap with every program attached and a --comm filter nothing
+# matches: the syscall tracepoints' cost before any capture) and `perf record
+# -z` on the tracepoints reelcap attaches, scoped like reelcap (the sys_exit_*
+# of bpf/reel_trace.bpf.c, none of sys_enter_*; perf records only the syscall
+# number and return value). Each cycle is off, then the variants in an order
+# rotated every cycle, and one more off at the end. CPU: wrk (rusage) + nginx
+# worker + tracer (/proc/PID/stat ticks) during the wrk run, per request; BPF
+# time is in the stime of the traced processes.
 
 SCOPE=${REEL_BENCH_SCOPE:-all}
 case "$SCOPE" in
@@ -167,29 +195,141 @@ esac
 
 PARTS=${BENCH_PARTS:-abcde}
 BODIES=${BENCH_BODIES:-b1k b64k}
+A_REFS=${BENCH_A_REFS-floor perf} # reference variants of a) beside full capture
 part() { [[ "$PARTS" == *"$1"* ]]; }
-declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_DROP TP_CPU TP_MED
+A_NOSUCH=reel-nosuch # a comm no process has
+A_PERF_SETTLE=${BENCH_PERF_SETTLE:-1} # s after perf's file appears (its /proc scan)
+a_tps=
+for s in read write readv writev sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg sendfile64 \
+	splice connect accept accept4 close; do
+	a_tps="$a_tps syscalls:sys_exit_$s"
+done
+a_tps="$a_tps sched:sched_process_fork sched:sched_process_exec sched:sched_process_exit"
+# perf's filter, in its command line (a sh script that execs perf: $$ there is
+# perf's pid): all but perf itself as in b), or nginx like --comm nginx
+# shellcheck disable=SC2016 # $$ is for that sh
+A_PFILTER='"common_pid != $$"'
+[ "$SCOPE" = server ] && A_PFILTER="'comm == \"nginx\"'"
+NGINX_WORKER=
+for _ in $(seq 50); do
+	NGINX_WORKER=$(child "$NGINX_PID")
+	[ -n "$NGINX_WORKER" ] && break
+	sleep 0.1
+done
+
+# start_perf DATA: background perf record -z on a_tps; 1 and A_NA[perf] set
+# when it does not run
+start_perf() {
+	local data=$1
+	rm -f "$data" "$W/a_perf.cpu"
+	{
+		printf 'exec perf record -z -a -m 512 -o %s' "$data"
+		for t in $a_tps; do
+			printf ' -e %s --filter %s' "$t" "$A_PFILTER"
+		done
+		echo
+	} >"$W/a_perf.sh"
+	$CPUTIME "$W/a_perf.cpu" sh "$W/a_perf.sh" 2>"$W/a_perf.log" &
+	TRACER_PID=$!
+	TRACER_LOG=
+	for _ in $(seq 100); do
+		[ -s "$data" ] && break
+		kill -0 "$TRACER_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	sleep "$A_PERF_SETTLE"
+	if ! kill -0 "$TRACER_PID" 2>/dev/null || [ ! -s "$data" ]; then
+		stop_tracer
+		A_NA[perf]="n/a (perf record: $(grep -v '^ *$' "$W/a_perf.log" | head -n 1 | cut -c1-60))"
+		return 1
+	fi
+}
+
+# a_round VARIANT BODY: one wrk round with VARIANT (off floor perf full)
+# running; appends the round's figures to the A_* arrays
+declare -A A_RPS A_US A_TCPU A_LOST A_DROP A_NA A_CHUNKS A_SAMPLES
+a_round() {
+	local v=$1 body=$2 tp="" t0=0 t1=0 n0 n1 rps req wcpu
+	[ -n "${A_NA[$v]:-}" ] && return 0
+	case "$v" in
+	off) ;;
+	floor) start_reelcap "$W/a_floor.reel" --comm "$A_NOSUCH" || return 1 ;;
+	full) start_reelcap "$W/a_$body.reel" "${SCOPE_ARGS[@]}" || return 1 ;;
+	perf) start_perf "$W/a_perf.data" || return 0 ;;
+	esac
+	[ -n "$TRACER_PID" ] && tp=$(child "$TRACER_PID")
+	n0=$(ticks "$NGINX_WORKER")
+	[ -n "$tp" ] && t0=$(ticks "$tp")
+	read -r rps req wcpu < <(wrk_run "/$body" "$round")
+	[ -n "$tp" ] && t1=$(ticks "$tp")
+	n1=$(ticks "$NGINX_WORKER")
+	stop_tracer
+	A_RPS[$v]="${A_RPS[$v]:-} $rps"
+	A_TCPU[$v]="${A_TCPU[$v]:-} $(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')"
+	A_US[$v]="${A_US[$v]:-} $(awk -v w="$wcpu" -v n="$((n1 - n0 + t1 - t0))" -v hz="$HZ" -v r="$req" \
+		'BEGIN {if (r > 0) printf "%.2f", (w + n/hz) / r * 1e6; else print "nan"}')"
+	local lost=0 drop=0 chunks=0
+	case "$v" in
+	floor | full)
+		local f=$W/a_floor.reel
+		[ "$v" = full ] && f=$W/a_$body.reel
+		read -r lost drop < <("$REELTOOL" info --json "$f" |
+			python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["lost_samples"], j["dropped_records"])')
+		if [ "$v" = full ]; then
+			TP_CPU[$body]="${TP_CPU[$body]:-} $(awk '/reelcap CPU/ {print $3}' "$W/reelcap.$$.log")"
+		fi
+		;;
+	perf)
+		# samples lost, summed over the events' "EVENT stats:" sections
+		# (perf 6.1 counts lost samples there as "LOST_SAMPLES events"),
+		# and PERF_RECORD_LOST records (chunks) from "Aggregated stats:"
+		perf report -i "$W/a_perf.data" --stats >"$W/a_perf.stats" 2>/dev/null
+		lost=$(awk '/^[^ ]+:[^ ]+ stats:$/ {e = 1} e && /LOST_SAMPLES events:/ {s += $3} END {print s + 0}' \
+			"$W/a_perf.stats")
+		chunks=$(awk '/^[^ ]+:[^ ]+ stats:$/ {exit} /^ *LOST events:/ {print $3; exit}' "$W/a_perf.stats")
+		A_CHUNKS[$body]=$((${A_CHUNKS[$body]:-0} + ${chunks:-0}))
+		local samples
+		samples=$(awk '/^[^ ]+:[^ ]+ stats:$/ {exit} /SAMPLE events:/ {print $3; exit}' "$W/a_perf.stats")
+		A_SAMPLES[$body]=$((${A_SAMPLES[$body]:-0} + ${samples:-0}))
+		[ "${samples:-0}" -gt 0 ] || echo "bench_capture: warning: perf recorded no samples" \
+			"($(grep -v '^ *$' "$W/a_perf.log" | head -n 1))" >&2
+		rm -f "$W/a_perf.data"
+		;;
+	esac
+	A_LOST[$v.$body]=$((${A_LOST[$v.$body]:-0} + lost))
+	A_DROP[$v.$body]=$((${A_DROP[$v.$body]:-0} + drop))
+}
+
+# mean "V V ...": mean of the numbers in a list (nan if none)
+mean() { tr ' ' '\n' <<<"$1" | awk '$1 != "" && $1 != "nan" {s += $1; n++} END {if (n) printf "%.2f", s/n; else print "nan"}'; }
+med() { sort -n | awk '{v[NR]=$1} END {printf "%.0f", NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_DROP TP_CPU TP_MED A_RATIO
 for body in $BODIES; do
 	part a || break
-	offs=() ons=()
-	wrk_rps /$body 1 >/dev/null # warm up
-	for i in $(seq 0 $rounds); do
-		offs+=("$(wrk_rps /$body "$round")")
-		[ "$i" = "$rounds" ] && break
-		start_reelcap "$W/a_$body.reel" "${SCOPE_ARGS[@]}" || exit 1
-		ons+=("$(wrk_rps /$body "$round")")
-		stop_tracer
-		cpu=$(awk '/reelcap CPU/ {print $3}' "$W/reelcap.$$.log")
-		TP_CPU[$body]="${TP_CPU[$body]:-} ${cpu:-?}"
-		read -r lost drop < <("$REELTOOL" info --json "$W/a_$body.reel" |
-			python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["lost_samples"], j["dropped_records"])')
-		TP_LOST[$body]=$((${TP_LOST[$body]:-0} + lost))
-		TP_DROP[$body]=$((${TP_DROP[$body]:-0} + drop))
+	variants=()
+	for v in $A_REFS full; do
+		case "$v" in
+		floor | perf | full) variants+=("$v") ;;
+		*) echo "bench_capture: BENCH_A_REFS: unknown variant $v (floor, perf)" >&2; exit 2 ;;
+		esac
 	done
+	nv=${#variants[@]}
+	for k in "${!A_RPS[@]}"; do unset "A_RPS[$k]" "A_US[$k]" "A_TCPU[$k]"; done
+	wrk_rps "/$body" 1 >/dev/null # warm up
+	for i in $(seq 0 "$rounds"); do
+		a_round off "$body" || exit 1
+		[ "$i" = "$rounds" ] && break
+		for j in $(seq 0 $((nv - 1))); do
+			a_round "${variants[$(((i + j) % nv))]}" "$body" || exit 1
+		done
+	done
+	read -ra offs <<<"${A_RPS[off]}"
+	read -ra ons <<<"${A_RPS[full]}"
+	TP_LOST[$body]=${A_LOST[full.$body]:-0}
+	TP_DROP[$body]=${A_DROP[full.$body]:-0}
 	TP_OFF[$body]=$(printf '%s\n' "${offs[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
 	TP_ON[$body]=$(printf '%s\n' "${ons[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
 	TP_RATIO[$body]=$(awk -v a="${TP_ON[$body]}" -v b="${TP_OFF[$body]}" 'BEGIN {printf "%.3f", a/b}')
-	med() { sort -n | awk '{v[NR]=$1} END {printf "%.0f", NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 	mon=$(printf '%s\n' "${ons[@]}" | med)
 	moff=$(printf '%s\n' "${offs[@]}" | med)
 	TP_MED[$body]=$(awk -v a="$mon" -v b="$moff" 'BEGIN {printf "%.3f", a/b}')
@@ -197,6 +337,38 @@ for body in $BODIES; do
 	echo "   mean on/off ${TP_ON[$body]}/${TP_OFF[$body]} = ${TP_RATIO[$body]}; median $mon/$moff =" \
 		"${TP_MED[$body]}; LOST ${TP_LOST[$body]}, DROP ${TP_DROP[$body]} during on-rounds;" \
 		"reelcap CPU s per ${round}s round:${TP_CPU[$body]}"
+	# the table: means over the rounds; "+us" = CPU us per request (wrk,
+	# nginx worker, tracer) minus the untraced rounds'
+	us_off=$(mean "${A_US[off]}")
+	printf '   %-34s %8s %6s %9s %6s %10s %8s %7s\n' "/$body, ${round}s rounds, scope $SCOPE" \
+		"req/s" "ratio" "LOST" "DROP" "tracer CPU" "CPU us" "+us"
+	printf '   %-34s %8.0f %6s %9s %6s %10s %8s %7s\n' "untraced (${#offs[@]} rounds)" "${TP_OFF[$body]}" \
+		"1.000" - - - "$us_off" -
+	for v in "${variants[@]}"; do
+		case "$v" in
+		floor) label="attach floor (--comm $A_NOSUCH)" ;;
+		perf) label="perf record -z, same tracepoints" ;;
+		full) label="reelcap, full capture" ;;
+		esac
+		if [ -n "${A_NA[$v]:-}" ] && [ -z "${A_RPS[$v]:-}" ]; then
+			printf '   %-34s %s\n' "$label" "${A_NA[$v]}"
+			A_RATIO[$v.$body]=nan
+			continue
+		fi
+		rps=$(mean "${A_RPS[$v]}")
+		A_RATIO[$v.$body]=$(awk -v a="$rps" -v b="${TP_OFF[$body]}" 'BEGIN {printf "%.3f", a/b}')
+		us=$(mean "${A_US[$v]}")
+		lost=${A_LOST[$v.$body]:-0} drop=${A_DROP[$v.$body]:-0}
+		[ "$v" = perf ] && lost="$lost/${A_CHUNKS[$body]:-0}" drop=-
+		printf '   %-34s %8.0f %6s %9s %6s %9ss %8s %7s\n' "$label" "$rps" "${A_RATIO[$v.$body]}" \
+			"$lost" "$drop" "$(mean "${A_TCPU[$v]}")" "$us" \
+			"$(awk -v a="$us" -v b="$us_off" 'BEGIN {if (a == "nan" || b == "nan") print "nan"; else printf "%.2f", a-b}')"
+	done
+	awk -v b="$us_off" 'BEGIN {if (b != "nan") printf "   ratio 0.95 leaves %.2f us CPU per request for all capture work (untraced %.2f x (1/0.95 - 1))\n", b*(1/0.95-1), b}'
+	[[ " ${variants[*]} " == *" perf "* ]] && [ -z "${A_NA[perf]:-}" ] &&
+		echo "   (perf LOST: samples lost/PERF_RECORD_LOST records of ${A_SAMPLES[$body]:-0} samples kept," \
+			"from perf report --stats)"
+	[ -n "${A_NA[perf]:-}" ] && [ -n "${A_RPS[perf]:-}" ] && echo "   perf: ${A_NA[perf]} in a later round"
 done
 
 # --------------------------------------------------------------------
@@ -209,11 +381,6 @@ for s in read write readv writev sendto recvfrom sendmsg recvmsg sendmmsg recvmm
 done
 tps="${tps#,},syscalls:sys_enter_close,sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit"
 
-# ticks PID: user+system CPU clock ticks of a process (all its threads)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# child PID: the (first) child of a process
-child() { cut -d' ' -f1 "/proc/$1/task/$1/children" 2>/dev/null; }
-HZ=$(getconf CLK_TCK)
 
 # pair NAME LOAD...: runs LOAD under reelcap, then under perf record, and sets
 # B_RATIO[NAME] (CPU s per MB, reel / perf) and B_LINE[NAME]
@@ -237,7 +404,8 @@ pair() {
 	reel_load=$("$@")
 	sleep 0.5
 	t1=$(ticks "$rp")
-	local reel_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
+	local reel_drain
+	reel_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
 	stop_tracer
 	reel_cpu=$(cat "$W/b_reel.cpu")
 	# "final: ...: N events (X MB)" -> MB
@@ -267,7 +435,8 @@ pair() {
 	perf_load=$("$@")
 	sleep 0.5
 	t1=$(ticks "$pp")
-	local perf_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
+	local perf_drain
+	perf_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
 	stop_tracer
 	perf_cpu=$(cat "$W/b_perf.cpu")
 	perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1)
@@ -300,7 +469,7 @@ fi
 # --------------------------------------------------------------------
 # c) LOST at 200k events/s, default settings, full capture
 
-c_lost=nan c_samples=? d_ratio=nan d_reel=? d_pcap=? d_zst=?
+c_lost=nan c_samples='?' d_ratio=nan d_reel='?' d_pcap='?' d_zst='?'
 if part c; then
 start_reelcap "$W/c.reel" || exit 1
 c_evgen=$("$EVGEN" 200000 10)
@@ -403,6 +572,10 @@ for body in $BODIES; do
 		"$st"
 	printf '%-52s %12s %10s %6s\n' "   (median ratio; events LOST + DROPped while on)" \
 		"${TP_MED[$body]}" "$((TP_LOST[$body] + TP_DROP[$body]))" ""
+	[ -n "${A_RATIO[floor.$body]:-}" ] && printf '%-52s %12s %10s %6s\n' \
+		"   (reference: attach floor, nothing captured)" "${A_RATIO[floor.$body]/nan/n/a}" "" ""
+	[ -n "${A_RATIO[perf.$body]:-}" ] && printf '%-52s %12s %10s %6s\n' \
+		"   (reference: perf record -z, same tracepoints)" "${A_RATIO[perf.$body]/nan/n/a}" "" ""
 done
 for l in evgen wrk; do
 	part b || break
