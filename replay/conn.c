@@ -65,7 +65,7 @@ struct conn *conn_find(struct conn_table *t, uint32_t host, const struct reel_co
 	if (other)
 		*other = NULL;
 	for (; c; c = c->hnext) {
-		if (!same_fd(c, host, id))
+		if (!same_fd(c, host, id) || c->tls_parent) /* plaintext: via its parent */
 			continue;
 		if (c->id.ino == id->ino)
 			return c;

@@ -48,7 +48,11 @@ struct conn {
 
 	struct reasm rs[2]; /* [REEL_DIR_EGRESS], [REEL_DIR_INGRESS] */
 	uint64_t captured[2];
-	bool tls;
+	bool tls; /* the TLS plaintext stream of tls_parent's socket */
+	/* TLS (bpf/ABI.md): the plaintext of a socket is a connection of its
+	 * own, with its own positions, parser and packet flow. The socket's
+	 * connection (ciphertext) owns it and ends it; conn_find skips it. */
+	struct conn *tls_sub, *tls_parent;
 
 	/* L7 */
 	const struct reel_l7_parser *parser;

@@ -815,7 +815,8 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 	if (c->fl->started)
 		return;
 	c->fl->started = true;
-	if (c->have_tuple && is_ip(&c->local)) {
+	/* TLS plaintext: the socket's real tuple is its ciphertext flow's */
+	if (c->have_tuple && is_ip(&c->local) && !c->tls_parent) {
 		ep_from(&c->fl->ep[0], &c->local);
 		ep_from(&c->fl->ep[1], &c->remote);
 		c->fl->ep[1].v6 = c->fl->ep[0].v6;
@@ -838,7 +839,11 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		ep_from(&c->fl->ep[0], &el);
 		ep_from(&c->fl->ep[1], &er);
 		reel_sb_init(&sb, note, sizeof(note));
-		if (c->unix_ino || c->l4 == REEL_L4_UNIX_STREAM || c->l4 == REEL_L4_UNIX_DGRAM)
+		if (c->tls_parent)
+			reel_sb_printf(&sb,
+				       "reel: TLS plaintext of conn %" PRIu64 " (ino %" PRIu64 ")",
+				       c->tls_parent->serial, c->id.ino);
+		else if (c->unix_ino || c->l4 == REEL_L4_UNIX_STREAM || c->l4 == REEL_L4_UNIX_DGRAM)
 			reel_sb_printf(&sb,
 				       "reel: unix socket ino %" PRIu64 " (peer ino %" PRIu64 ")",
 				       c->unix_ino ? c->unix_ino : c->id.ino, c->remote_ino);
@@ -1440,6 +1445,8 @@ static void fmt_txn_text(struct reel_pipeline *p, const struct conn *c, const st
 	for (size_t i = 0; i < sizeof(txn_flags) / sizeof(txn_flags[0]); i++)
 		if (t->flags & txn_flags[i].bit)
 			reel_sb_printf(sb, " %s", txn_flags[i].name);
+	if (c->tls)
+		reel_sb_puts(sb, " tls");
 	if (t->detail[0])
 		reel_sb_printf(sb, " (%s)", t->detail);
 }
@@ -1787,6 +1794,8 @@ static void fmt_conn_json(struct reel_pipeline *p, const struct conn *c, uint64_
 		reel_sb_printf(sb, ",\"packets_from_conn\":%" PRIu64, c->fl->mirror_of);
 	if (c->l7_off)
 		reel_sb_printf(sb, ",\"txns_from_conn\":%" PRIu64, c->txns_from);
+	if (c->tls_parent)
+		reel_sb_printf(sb, ",\"ciphertext_conn\":%" PRIu64, c->tls_parent->serial);
 	reel_sb_putc(sb, '}');
 }
 
@@ -1796,6 +1805,10 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 	struct reel_l7_emit emit = {c, on_txn};
 	struct reel_sb sb;
 
+	if (c->tls_sub) /* the plaintext ends with its socket, first */
+		conn_end(p, c->tls_sub, ts, end, NULL);
+	if (c->tls_parent)
+		c->tls_parent->tls_sub = NULL;
 	for (int d = 0; d < 2; d++)
 		reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &rs_ops, c);
 	twin_unlink(c); /* a mirror takes its twin's protocol for its line */
@@ -1872,6 +1885,60 @@ static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 	return c;
 }
 
+/* Flow key of a TLS plaintext stream: its socket's inode with the top bit
+ * (sockfs inode numbers never have it). */
+#define TLS_FLOW_INO (1ull << 63)
+
+/* The TLS plaintext stream of connection pc (DATA with REEL_DATAF_TLS):
+ * found, or made with pc's identity, tuple and process. Its role comes from
+ * pc's connect/accept, else from its own bytes (plaintext says more than a
+ * handshake). */
+static struct conn *tls_sub_get(struct reel_pipeline *p, struct conn *pc, uint64_t ts)
+{
+	struct conn *c = pc->tls_sub;
+
+	if (c) {
+		c->file_idx = pc->file_idx;
+		return c;
+	}
+	c = conn_insert(&p->ct, pc->host, &pc->id);
+	if (!c)
+		return NULL;
+	c->serial = ++p->serial;
+	c->fl = flow_get(p, pc->host, pc->id.ino | TLS_FLOW_INO, c->serial);
+	if (!c->fl) {
+		conn_remove(&p->ct, c);
+		free(c);
+		return NULL;
+	}
+	c->fl->refs++;
+	c->base[0] = c->fl->pos[0];
+	c->base[1] = c->fl->pos[1];
+	c->tls_parent = pc;
+	pc->tls_sub = c;
+	c->tls = true;
+	c->p = p;
+	c->file_idx = pc->file_idx;
+	c->open_ts = ts;
+	c->texts_gen = 1;
+	c->l4 = pc->l4;
+	c->have_tuple = pc->have_tuple;
+	c->local = pc->local;
+	c->remote = pc->remote;
+	c->unix_ino = pc->unix_ino;
+	c->remote_ino = pc->remote_ino;
+	c->open_syscall = pc->open_syscall;
+	if (pc->role_from_open) {
+		c->role = pc->role;
+		c->role_from_open = true;
+		c->server_port = pc->server_port;
+	}
+	memcpy(c->comm, pc->comm, sizeof(c->comm));
+	memcpy(c->exe, pc->exe, sizeof(c->exe));
+	p->st.conns++;
+	return c;
+}
+
 static void on_conn_open(struct reel_pipeline *p, const struct reel_event *ev)
 {
 	const struct reel_ev_conn_open *o = &ev->conn_open;
@@ -1932,12 +1999,12 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 
 	if (!c)
 		return;
+	if ((d->flags & REEL_DATAF_TLS) && !(c = tls_sub_get(p, c, ev->ts_ns)))
+		return;
 	if (!c->l4)
 		c->l4 = d->l4;
 	c->last_tid = d->hdr.tid;
 	c->last_ts = ev->ts_ns;
-	if (d->flags & REEL_DATAF_TLS)
-		c->tls = true;
 	/* A datagram socket talks to whoever sent the last datagram (a UDP
 	 * server answers each query to its sender); a stream keeps its peer. */
 	if ((d->flags & REEL_DATAF_HAS_PEER) && is_ip(&d->peer) && c->have_tuple &&
