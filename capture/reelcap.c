@@ -35,6 +35,7 @@
 #define CLOCK_PERIOD_NS (60ull * 1000000000ull)
 #define STATS_PERIOD_NS (10ull * 1000000000ull)
 #define RING_PAGES_DEF	512
+#define LIBSSL_DEFAULT	"/usr/lib/x86_64-linux-gnu/libssl.so.3"
 
 static volatile sig_atomic_t stop_sig;
 static bool verbose;
@@ -74,11 +75,15 @@ static void usage(FILE *f)
 		"      --flush-ms MS      close a block at this age (default 1000)\n"
 		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
 		"      --print            also print events live through the replay pipeline\n"
+		"      --no-tls           no TLS plaintext capture (uprobes on libssl)\n"
+		"      --libssl PATH      the TLS library to probe (default %s,\n"
+		"                         when it exists): SSL_read/SSL_write and the _ex "
+		"variants\n"
 		"  -q, --quiet            no informational messages\n"
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          version\n",
-		REEL_SNAPLEN_DEFAULT, REEL_SNAPLEN_DEFAULT, RING_PAGES_DEF);
+		REEL_SNAPLEN_DEFAULT, REEL_SNAPLEN_DEFAULT, RING_PAGES_DEF, LIBSSL_DEFAULT);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -169,6 +174,8 @@ enum {
 	OPT_STATS,
 	OPT_PRINT,
 	OPT_NO_CODING,
+	OPT_NO_TLS,
+	OPT_LIBSSL,
 };
 
 static int parse_args(int argc, char **argv, struct cap_opts *o)
@@ -190,6 +197,8 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
 		{"stats", required_argument, NULL, OPT_STATS},
 		{"print", no_argument, NULL, OPT_PRINT},
 		{"no-coding", no_argument, NULL, OPT_NO_CODING},
+		{"no-tls", no_argument, NULL, OPT_NO_TLS},
+		{"libssl", required_argument, NULL, OPT_LIBSSL},
 		{"quiet", no_argument, NULL, 'q'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -287,6 +296,14 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
 		case OPT_NO_CODING:
 			o->no_coding = true;
 			break;
+		case OPT_NO_TLS:
+			o->no_tls = true;
+			break;
+		case OPT_LIBSSL:
+			if (!*optarg)
+				return usage_error("--libssl: empty path");
+			o->libssl = optarg;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -368,6 +385,80 @@ static pid_t spawn_stopped(char **cmd, int *go_fd)
 	return pid;
 }
 
+/* The TLS uprobes: entry and return of each function, with the skeleton's
+ * link slot for each (destroyed with the others). */
+struct tls_probe {
+	const char *func;
+	struct bpf_program *prog;
+	struct bpf_link **link;
+	bool ret;
+};
+
+#define TLS_PROBES 8
+
+static void tls_probes(struct reel_trace *skel, struct tls_probe *v)
+{
+	const struct tls_probe t[TLS_PROBES] = {
+		{"SSL_write", skel->progs.ssl_write_enter, &skel->links.ssl_write_enter, false},
+		{"SSL_write", skel->progs.ssl_write_exit, &skel->links.ssl_write_exit, true},
+		{"SSL_write_ex", skel->progs.ssl_write_ex_enter, &skel->links.ssl_write_ex_enter,
+		 false},
+		{"SSL_write_ex", skel->progs.ssl_write_ex_exit, &skel->links.ssl_write_ex_exit,
+		 true},
+		{"SSL_read", skel->progs.ssl_read_enter, &skel->links.ssl_read_enter, false},
+		{"SSL_read", skel->progs.ssl_read_exit, &skel->links.ssl_read_exit, true},
+		{"SSL_read_ex", skel->progs.ssl_read_ex_enter, &skel->links.ssl_read_ex_enter,
+		 false},
+		{"SSL_read_ex", skel->progs.ssl_read_ex_exit, &skel->links.ssl_read_ex_exit, true},
+	};
+
+	memcpy(v, t, sizeof(t));
+}
+
+/* The TLS library to probe: --libssl, else the default when it exists;
+ * NULL for none (--no-tls, or no library). */
+static const char *tls_library(const struct cap_opts *o)
+{
+	if (o->no_tls)
+		return NULL;
+	if (o->libssl)
+		return o->libssl;
+	return access(LIBSSL_DEFAULT, R_OK) == 0 ? LIBSSL_DEFAULT : NULL;
+}
+
+/* Attaches the uprobes to every process that maps `lib` (the programs apply
+ * the filters), all or none: a failure is a warning, the capture goes on
+ * without plaintext. The syscall programs look for TLS calls only once
+ * tls_live is set. */
+static void tls_attach(struct reel_trace *skel, const char *lib)
+{
+	struct tls_probe v[TLS_PROBES];
+	int i, err = 0;
+
+	tls_probes(skel, v);
+	for (i = 0; i < TLS_PROBES; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = v[i].func, .retprobe = v[i].ret);
+
+		*v[i].link = bpf_program__attach_uprobe_opts(v[i].prog, -1, lib, 0, &uo);
+		if (!*v[i].link) {
+			err = -errno;
+			break;
+		}
+	}
+	if (err) {
+		fprintf(stderr,
+			"reelcap: warning: no TLS plaintext capture: attaching a %s to %s in %s "
+			"failed: %s (%d)\n",
+			v[i].ret ? "uretprobe" : "uprobe", v[i].func, lib, strerror(-err), -err);
+		for (i = 0; i < TLS_PROBES; i++) {
+			bpf_link__destroy(*v[i].link);
+			*v[i].link = NULL;
+		}
+		return;
+	}
+	skel->bss->tls_live = 1;
+}
+
 static int set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter)
 {
 	struct reel_trace__rodata *ro = skel->rodata;
@@ -384,6 +475,16 @@ static int set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pi
 	for (int i = 0; i < o->nports; i++)
 		((uint16_t *)ro->ports)[i] = htons(o->ports[i]);
 	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1))
+		return -EINVAL;
+	if (!tls_library(o)) {
+		struct tls_probe v[TLS_PROBES];
+
+		tls_probes(skel, v);
+		for (int i = 0; i < TLS_PROBES; i++)
+			bpf_program__set_autoload(v[i].prog, false);
+	}
+	if (bpf_map__set_max_entries(skel->maps.tls_scratch,
+				     tls_library(o) ? libbpf_num_possible_cpus() : 1))
 		return -EINVAL;
 	return bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
 }
@@ -540,7 +641,7 @@ int main(int argc, char **argv)
 	int child_status = 0;
 	bool child_done = false, pid_filter = false;
 	uint64_t t0, last_all, last_clock, last_stats, last_line, keep_caps = 0;
-	uint64_t ks[5];
+	uint64_t ks[7];
 	struct reel_writer_stats ws;
 	int files;
 	struct sigaction sa = {.sa_handler = on_signal};
@@ -639,6 +740,8 @@ int main(int argc, char **argv)
 			strerror(-err), -err);
 		goto out;
 	}
+	if (tls_library(o))
+		tls_attach(skel, tls_library(o));
 	/* after attach, so a process started meanwhile is seen by exec/fork events */
 	procscan_read(&ps);
 
@@ -732,7 +835,7 @@ int main(int argc, char **argv)
 	drain_consume_all(d);
 	drain_reconcile_lost(d);
 	drain_write_stats(d);
-	kstats_read(skel, ks, 5);
+	kstats_read(skel, ks, 7);
 	if (!o->quiet && (ks[0] || ks[1] || ks[2]))
 		fprintf(stderr,
 			"reelcap: kernel: %llu calls not tracked (no task storage), %llu "
@@ -740,6 +843,12 @@ int main(int argc, char **argv)
 			"tracked, %llu outputs failed (ring full)\n",
 			(unsigned long long)ks[0], (unsigned long long)ks[1],
 			(unsigned long long)ks[2]);
+	if (!o->quiet && (ks[5] || ks[6]))
+		fprintf(stderr,
+			"reelcap: kernel: %llu TLS calls on no socket we could name (not "
+			"captured), "
+			"%llu TLS calls with plaintext not copied (length only)\n",
+			(unsigned long long)ks[5], (unsigned long long)ks[6]);
 	files = out_files(out);
 	err = out_close(out, &ws);
 	out = NULL;

@@ -39,7 +39,9 @@ struct cap_opts {
 	double stats_s; /* live stats line period (0 = off) */
 	bool quiet;
 	bool print;
-	char **cmd; /* -- COMMAND [ARGS] (NULL if none) */
+	bool no_tls;	    /* --no-tls: no TLS library uprobes */
+	const char *libssl; /* --libssl PATH (NULL: the default, if it exists) */
+	char **cmd;	    /* -- COMMAND [ARGS] (NULL if none) */
 	int argc;
 	char **argv;
 };
