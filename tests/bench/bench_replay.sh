@@ -82,7 +82,7 @@ PY
 # smallest wall and CPU seen and the largest memory: on a shared host the
 # fastest of a few runs is the one least disturbed by others
 best() {
-	local n=$1 i s r rc c a bs= br=0 brc=0 bc= ba=0
+	local n=$1 i s r rc c a bs='' br=0 brc=0 bc='' ba=0
 	shift
 	for i in $(seq "$n"); do
 		read -r s r rc c a < <(measure "$@")
