@@ -1936,6 +1936,18 @@ static struct conn *tls_sub_get(struct reel_pipeline *p, struct conn *pc, uint64
 	memcpy(c->comm, pc->comm, sizeof(c->comm));
 	memcpy(c->exe, pc->exe, sizeof(c->exe));
 	p->st.conns++;
+	/* both ends traced: the plaintext streams pair up as their sockets do,
+	 * the one made second is the mirror (its packets and, unless each_end,
+	 * its transactions come from the other) */
+	if (pc->twin && pc->twin->tls_sub && !pc->twin->tls_sub->twin) {
+		struct conn *o = pc->twin->tls_sub;
+
+		c->twin = o;
+		o->twin = c;
+		c->mirror = true;
+		p->tot.mirror_conns++;
+		c->fl->mirror_of = o->fl->id;
+	}
 	return c;
 }
 

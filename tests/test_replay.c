@@ -1045,6 +1045,75 @@ static void test_both_ends_twin_gone(void **state)
 	ts_free(&s);
 }
 
+/* Both ends of a TLS connection traced, with their plaintext (TLS uprobes):
+ * the plaintext streams pair up like their sockets, so the exchange is one
+ * transaction (tls) and one plaintext flow in the packets. */
+static void test_both_ends_tls(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("bothtls.pcapng"));
+	struct run r = {0};
+	const char *req = "GET /tls HTTP/1.1\r\nHost: b\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	const char *hello = "\x16\x03\x01\x00\x05hello", *done = "\x16\x03\x03\x00\x04done";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp), hl = 10, dl = 9;
+	const uint32_t T = REEL_DATAF_TLS;
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41002, 8443, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8443, 41002, REEL_ROLE_SERVER, REEL_L4_TCP);
+	/* ciphertext: the records each way, once per end */
+	ts_data(&s, 0, T0 + 3, 800, 5, 1001, REEL_DIR_EGRESS, 0, hello, hl, hl, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 4, 900, 7, 1002, REEL_DIR_INGRESS, 0, hello, hl, hl, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 5, 900, 7, 1002, REEL_DIR_EGRESS, 0, done, dl, dl, 0, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 6, 800, 5, 1001, REEL_DIR_INGRESS, 0, done, dl, dl, 0, REEL_L4_TCP);
+	/* plaintext: positions of its own stream */
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, T, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, T, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, T, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, resp, rs, rs, T, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 30, 800, 5, 1001, hl, dl);
+	ts_close(&s, 1, T0 + 31, 900, 7, 1002, dl, hl);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"target\":\"/tls\",\"status\":200"));
+	assert_non_null(strstr(r.json, "\"peer_pid\":900,"));
+	assert_int_equal(count(r.json, "\"tls\":true}"), 1);
+	/* 4 sockets' views: 2 ciphertext, 2 plaintext; one of each is a mirror */
+	assert_int_equal(count(r.json, "\"type\":\"conn\""), 4);
+	assert_int_equal(count(r.json, "\"packets_from_conn\""), 2);
+	assert_int_equal(count(r.json, "\"txns_from_conn\""), 2);
+	assert_non_null(strstr(r.summary, "2 connections traced at both ends: counted once"));
+	/* one ciphertext flow and one plaintext flow: two handshakes */
+	{
+		char err[PCAP_ERRBUF_SIZE];
+		pcap_t *pc = pcap_open_offline(path_in_tmp("bothtls.pcapng"), err);
+		struct pcap_pkthdr *h;
+		const u_char *pkt;
+		int syn = 0;
+
+		assert_non_null(pc);
+		while (pcap_next_ex(pc, &h, &pkt) == 1) {
+			assert_true(h->caplen >= 40);
+			if (pkt[(pkt[0] & 15) * 4u + 13] & 0x02)
+				syn++;
+		}
+		pcap_close(pc);
+		assert_int_equal(syn, 4);
+	}
+	run_free(&r);
+	memset(&r, 0, sizeof(r));
+	{
+		REEL_OPTS(reel_pipeline_opts, o2, .each_end = true);
+
+		assert_int_equal(run_pipeline(&s, NULL, &o2, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 2);
+		assert_int_equal(count(r.json, "\"tls\":true}"), 2);
+	}
+	run_free(&r);
+	ts_free(&s);
+}
+
 /* A server that reads a DNS-over-TCP length prefix byte by byte (dnsmasq):
  * no single chunk says "DNS", the accumulated prefix does, and the parser then
  * gets every byte: the transaction has its whole request. */
@@ -1430,6 +1499,7 @@ int main(void)
 		cmocka_unit_test(test_unix_and_inferred_role),
 		cmocka_unit_test(test_both_ends_one_flow),
 		cmocka_unit_test(test_both_ends_twin_gone),
+		cmocka_unit_test(test_both_ends_tls),
 		cmocka_unit_test(test_detect_on_prefix),
 		cmocka_unit_test(test_fork_shared_socket),
 		cmocka_unit_test(test_ipv6_and_udp),
