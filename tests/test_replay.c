@@ -1046,34 +1046,40 @@ static void test_both_ends_twin_gone(void **state)
 }
 
 /* Both ends of a TLS connection traced, with their plaintext (TLS uprobes):
- * the plaintext streams pair up like their sockets, so the exchange is one
- * transaction (tls) and one plaintext flow in the packets. */
-static void test_both_ends_tls(void **state)
+ * ciphertext records each way on both sockets, then the plaintext exchange
+ * on both (positions of its own stream). */
+static void build_both_tls(struct tstream *s)
 {
-	static struct tstream s;
-	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("bothtls.pcapng"));
-	struct run r = {0};
 	const char *req = "GET /tls HTTP/1.1\r\nHost: b\r\n\r\n";
 	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 	const char *hello = "\x16\x03\x01\x00\x05hello", *done = "\x16\x03\x03\x00\x04done";
 	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp), hl = 10, dl = 9;
 	const uint32_t T = REEL_DATAF_TLS;
 
+	ts_open(s, 0, T0 + 1, 800, 5, 1001, 41002, 8443, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(s, 1, T0 + 2, 900, 7, 1002, 8443, 41002, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 3, 800, 5, 1001, REEL_DIR_EGRESS, 0, hello, hl, hl, 0, REEL_L4_TCP);
+	ts_data(s, 1, T0 + 4, 900, 7, 1002, REEL_DIR_INGRESS, 0, hello, hl, hl, 0, REEL_L4_TCP);
+	ts_data(s, 1, T0 + 5, 900, 7, 1002, REEL_DIR_EGRESS, 0, done, dl, dl, 0, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 6, 800, 5, 1001, REEL_DIR_INGRESS, 0, done, dl, dl, 0, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, T, REEL_L4_TCP);
+	ts_data(s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, T, REEL_L4_TCP);
+	ts_data(s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, T, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, resp, rs, rs, T, REEL_L4_TCP);
+	ts_close(s, 0, T0 + 30, 800, 5, 1001, hl, dl);
+	ts_close(s, 1, T0 + 31, 900, 7, 1002, dl, hl);
+}
+
+/* The plaintext streams pair up like their sockets, so the exchange is one
+ * transaction (tls) and one plaintext flow in the packets. */
+static void test_both_ends_tls(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("bothtls.pcapng"));
+	struct run r = {0};
+
 	(void)state;
-	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41002, 8443, REEL_ROLE_CLIENT, REEL_L4_TCP);
-	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8443, 41002, REEL_ROLE_SERVER, REEL_L4_TCP);
-	/* ciphertext: the records each way, once per end */
-	ts_data(&s, 0, T0 + 3, 800, 5, 1001, REEL_DIR_EGRESS, 0, hello, hl, hl, 0, REEL_L4_TCP);
-	ts_data(&s, 1, T0 + 4, 900, 7, 1002, REEL_DIR_INGRESS, 0, hello, hl, hl, 0, REEL_L4_TCP);
-	ts_data(&s, 1, T0 + 5, 900, 7, 1002, REEL_DIR_EGRESS, 0, done, dl, dl, 0, REEL_L4_TCP);
-	ts_data(&s, 0, T0 + 6, 800, 5, 1001, REEL_DIR_INGRESS, 0, done, dl, dl, 0, REEL_L4_TCP);
-	/* plaintext: positions of its own stream */
-	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, T, REEL_L4_TCP);
-	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, T, REEL_L4_TCP);
-	ts_data(&s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, T, REEL_L4_TCP);
-	ts_data(&s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, resp, rs, rs, T, REEL_L4_TCP);
-	ts_close(&s, 0, T0 + 30, 800, 5, 1001, hl, dl);
-	ts_close(&s, 1, T0 + 31, 900, 7, 1002, dl, hl);
+	build_both_tls(&s);
 	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
 	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
 	assert_non_null(strstr(r.json, "\"target\":\"/tls\",\"status\":200"));
@@ -1475,6 +1481,15 @@ static void write_seeds(const char *dir)
 	build_unix(&s);
 	n = ts_encode(&s, out, sizeof(out));
 	snprintf(path, sizeof(path), "%s/unix_ooo", dir);
+	f = fopen(path, "wb");
+	if (f) {
+		fwrite(out, 1, n, f);
+		fclose(f);
+	}
+	ts_free(&s);
+	build_both_tls(&s);
+	n = ts_encode(&s, out, sizeof(out));
+	snprintf(path, sizeof(path), "%s/both_tls", dir);
 	f = fopen(path, "wb");
 	if (f) {
 		fwrite(out, 1, n, f);
