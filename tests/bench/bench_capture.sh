@@ -374,12 +374,9 @@ done
 # --------------------------------------------------------------------
 # b) tracer CPU per MB drained: reelcap vs perf record on the same tracepoints
 
-tps=""
-for s in read write readv writev sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg sendfile64 \
-	splice connect accept accept4; do
-	tps="$tps,syscalls:sys_enter_$s,syscalls:sys_exit_$s"
-done
-tps="${tps#,},syscalls:sys_enter_close,sched:sched_process_fork,sched:sched_process_exec,sched:sched_process_exit"
+# the tracepoints reelcap attaches (a_tps: the sys_exit_* of its syscalls and
+# the sched events; its programs read the arguments at the exit)
+tps=$(echo "${a_tps# }" | tr ' ' ',')
 
 
 # pair NAME LOAD...: runs LOAD under reelcap, then under perf record, and sets
