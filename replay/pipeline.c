@@ -980,7 +980,8 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	uint32_t mss;
 	int od = !dir;
 
-	if ((!p->png && !p->pcw) || !conn_pass(p, c))
+	/* the other traced end's flow holds these bytes: nothing to write */
+	if ((!p->png && !p->pcw) || c->fl->mirror_of || !conn_pass(p, c))
 		return;
 	synth_start(p, c, ch->ts);
 	if (!stream_like(c) && dgram_seen(p, c, dir, ch))
