@@ -340,6 +340,49 @@ static bool key_eq(const struct reel_coding *c, const uint8_t *a, const uint8_t 
 
 /* ---- encode ---- */
 
+/* The common record: every field present, and a reference as long. Then the
+ * 4-byte DELTA fields stored in place (most of them) are one pass of 32-bit
+ * adds over the record's first words, masked; the other fields (columns,
+ * TS, ADVANCE, 8-byte) go one by one. */
+#define PLAN_WORDS 64
+
+struct plan {
+	bool ok;
+	uint32_t maxend; /* every field, and every ADVANCE addend, ends by here */
+	uint32_t nw;	 /* words the masked pass covers */
+	uint32_t mask[PLAN_WORDS];
+	unsigned nspec;
+	uint8_t spec[REEL_CODING_MAX_FIELDS]; /* field indexes, in order */
+};
+
+static void plan_make(const struct reel_coding *c, struct plan *pl)
+{
+	pl->ok = false;
+	pl->maxend = 0;
+	pl->nw = 0;
+	pl->nspec = 0;
+	memset(pl->mask, 0, sizeof(pl->mask));
+	for (unsigned k = 0; k < c->nfields; k++) {
+		const struct reel_coding_field *f = &c->fields[k];
+		uint32_t end = (uint32_t)f->off + f->width;
+
+		if (end > pl->maxend)
+			pl->maxend = end;
+		if ((f->op & ~REEL_CODE_COLUMN) == REEL_CODE_ADVANCE &&
+		    (uint32_t)f->aux_off + f->aux_width > pl->maxend)
+			pl->maxend = (uint32_t)f->aux_off + f->aux_width;
+		if (f->op == REEL_CODE_DELTA && f->width == 4 && !(f->off % 4) &&
+		    f->off / 4 < PLAN_WORDS) {
+			pl->mask[f->off / 4] = 0xffffffffu;
+			if ((uint32_t)f->off / 4 + 1 > pl->nw)
+				pl->nw = (uint32_t)f->off / 4 + 1;
+		} else {
+			pl->spec[pl->nspec++] = (uint8_t)k;
+		}
+	}
+	pl->ok = c->nfields > 0;
+}
+
 void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *raw,
 			size_t len, uint8_t *out)
 {
@@ -447,11 +490,13 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 	const unsigned nf = c->nfields, rec_type = c->rec_type;
 	uint64_t prev_ts[REEL_CODING_TS_SLOTS] = {0};
 	struct planes pl;
+	struct plan fp;
 	size_t bp = 0, acc = 0, o;
 	uint32_t i;
 
 	if (c->scheme != REEL_CODING_V1)
 		CERR(-REEL_ERR_CORRUPT, "cannot decode: the header's record coding is invalid");
+	plan_make(c, &fp);
 	/* pass 1: walk the records' coded headers, validate every length */
 	planes_init(c, &pl);
 	while (acc < len) {
@@ -543,6 +588,32 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 		}
 		memcpy(p + cur, in + bp, plen - cur);
 		bp += plen - cur;
+		if (fp.ok && ref && rlen >= fp.maxend && reflen >= fp.maxend) {
+			/* the common record: masked 32-bit adds (the words of
+			 * other fields add 0), then the other fields */
+			for (unsigned k = 0; k < fp.nw; k++) {
+				uint32_t x, y;
+
+				memcpy(&x, p + 4 * k, 4);
+				memcpy(&y, ref + 4 * k, 4);
+				x += y & fp.mask[k];
+				memcpy(p + 4 * k, &x, 4);
+			}
+			for (unsigned j = 0; j < fp.nspec; j++) {
+				unsigned k = fp.spec[j];
+				const struct reel_coding_field *f = &c->fields[k];
+				uint64_t v, pred;
+
+				if (f->op & REEL_CODE_COLUMN)
+					v = plane_get(pl.base[k], pl.cnt[k], pl.pos[k]++, f->width);
+				else
+					v = rdw(p + f->off, f->width);
+				if (predict(f, ts, ref, reflen, &pred))
+					v += pred;
+				wrw(p + f->off, f->width, v);
+			}
+			continue;
+		}
 		for (unsigned k = 0; k < nf; k++) {
 			const struct reel_coding_field *f = &c->fields[k];
 			uint64_t v, pred;
