@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -444,7 +445,13 @@ int main(int argc, char **argv)
 		if (!strcmp(json_path, "-")) {
 			json = stdout;
 		} else {
-			json = fopen(json_path, "w");
+			/* like the pcapng: transactions carry what the capture held */
+			int fd = open(json_path,
+				      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+			json = fd >= 0 ? fdopen(fd, "w") : NULL;
+			if (!json && fd >= 0)
+				close(fd);
 			if (!json) {
 				fprintf(stderr, "reelplay: %s: %s\n", json_path, strerror(errno));
 				rc = 1;

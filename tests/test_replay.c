@@ -1380,6 +1380,14 @@ static void test_reelplay_cli(void **state)
 			 0);
 	assert_int_equal(stat(path_in_tmp("cli.pcapng"), &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(stat(path_in_tmp("cli.json"), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* neither output follows a symlink */
+	assert_int_equal(symlink(path_in_tmp("victim"), path_in_tmp("link.json")), 0);
+	assert_int_equal(sh("%s %s --json %s 2>/dev/null", REELPLAY, path_in_tmp("h.reel"),
+			    path_in_tmp("link.json")),
+			 1);
+	assert_int_not_equal(access(path_in_tmp("victim"), F_OK), 0);
 	out = slurp(path_in_tmp("cli.json"));
 	assert_non_null(out);
 	assert_int_equal(count(out, "\"type\":\"txn\""), 5);
