@@ -388,11 +388,14 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 {
 	const unsigned nf = c->nfields, rec_type = c->rec_type;
 	uint64_t prev_ts[REEL_CODING_TS_SLOTS] = {0};
+	uint8_t t[4 * PLAN_WORDS];
 	struct planes pl;
+	struct plan fp;
 	size_t ro, bp = 0;
 	uint32_t i;
 
 	assert(len % 8 == 0);
+	plan_make(c, &fp);
 	/* pass 1: records and column values, for the plane layout */
 	planes_init(c, &pl);
 	for (ro = 0; ro < len; pl.n++) {
@@ -442,6 +445,45 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 			*s = (struct kslot){cx->gen, i, (size_t)(h - raw)};
 		}
 		plane_put(pl.hdr + 8 * pl.n, pl.n, i, 4, dist);
+		if (fp.ok && ref && rlen >= fp.maxend && reflen >= fp.maxend &&
+		    fp.maxend <= sizeof(t)) {
+			/* the common record (see struct plan): the codes of its
+			 * first maxend bytes in t, then t and the rest of the
+			 * payload around the column fields' bytes */
+			memcpy(t, p, fp.maxend);
+			for (unsigned k = 0; k < fp.nw; k++) {
+				uint32_t x, y;
+
+				memcpy(&x, t + 4 * k, 4);
+				memcpy(&y, ref + 4 * k, 4);
+				x -= y & fp.mask[k];
+				memcpy(t + 4 * k, &x, 4);
+			}
+			for (unsigned j = 0; j < fp.nspec; j++) {
+				unsigned k = fp.spec[j];
+				const struct reel_coding_field *f = &c->fields[k];
+				uint64_t v = rdw(p + f->off, f->width), pred;
+
+				if (predict(f, ts, ref, reflen, &pred))
+					v -= pred;
+				if (f->op & REEL_CODE_COLUMN)
+					plane_put(pl.base[k], pl.cnt[k], pl.pos[k]++, f->width, v);
+				else
+					wrw(t + f->off, f->width, v);
+			}
+			for (unsigned k = 0; k < pl.ncol; k++) {
+				const struct reel_coding_field *f = &c->fields[pl.col[k]];
+
+				memcpy(out + bp, t + cur, f->off - cur);
+				bp += f->off - cur;
+				cur = f->off + f->width;
+			}
+			memcpy(out + bp, t + cur, fp.maxend - cur);
+			bp += fp.maxend - cur;
+			memcpy(out + bp, p + fp.maxend, plen - fp.maxend);
+			bp += plen - fp.maxend;
+			continue;
+		}
 		/* the payload without the column fields' bytes, then the codes */
 		body = out + bp;
 		for (unsigned k = 0; k < pl.ncol; k++) {
