@@ -1843,6 +1843,33 @@ static void conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum 
 	free(c);
 }
 
+/* A new connection in the table, on the flow of socket flow_ino (made, or
+ * continued: a socket already used by another process after fork). */
+static struct conn *conn_new(struct reel_pipeline *p, uint32_t host, const struct reel_conn_id *id,
+			     uint64_t flow_ino, uint32_t file_idx, uint64_t ts)
+{
+	struct conn *c = conn_insert(&p->ct, host, id);
+
+	if (!c)
+		return NULL;
+	c->serial = ++p->serial;
+	c->fl = flow_get(p, host, flow_ino, c->serial);
+	if (!c->fl) {
+		conn_remove(&p->ct, c);
+		free(c);
+		return NULL;
+	}
+	c->fl->refs++;
+	c->base[0] = c->fl->pos[0];
+	c->base[1] = c->fl->pos[1];
+	c->p = p;
+	c->file_idx = file_idx;
+	c->open_ts = ts;
+	c->texts_gen = 1;
+	p->st.conns++;
+	return c;
+}
+
 static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 			     const struct reel_conn_id *id, uint64_t ts, bool create)
 {
@@ -1858,31 +1885,14 @@ static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 		return NULL;
 	if (other)
 		conn_end(p, other, ts, CONN_END_RESET, NULL);
-	c = conn_insert(&p->ct, host, id);
+	c = conn_new(p, host, id, id->ino, file_idx, ts);
 	if (!c)
 		return NULL;
-	c->serial = ++p->serial;
-	c->fl = flow_get(p, host, id->ino, c->serial);
-	if (!c->fl) {
-		mirror_forget(p, c);
-		conn_remove(&p->ct, c);
-		free(c);
-		return NULL;
-	}
-	/* a socket already used by another process (fork): continue its flow */
-	c->fl->refs++;
-	c->base[0] = c->fl->pos[0];
-	c->base[1] = c->fl->pos[1];
-	c->p = p;
-	c->file_idx = file_idx;
-	c->open_ts = ts;
-	c->texts_gen = 1;
 	pi = proc_find(&p->ct, host, id->tgid);
 	if (pi) {
 		memcpy(c->comm, pi->comm, sizeof(c->comm));
 		memcpy(c->exe, pi->exe, sizeof(c->exe));
 	}
-	p->st.conns++;
 	return c;
 }
 
@@ -1902,26 +1912,12 @@ static struct conn *tls_sub_get(struct reel_pipeline *p, struct conn *pc, uint64
 		c->file_idx = pc->file_idx;
 		return c;
 	}
-	c = conn_insert(&p->ct, pc->host, &pc->id);
+	c = conn_new(p, pc->host, &pc->id, pc->id.ino | TLS_FLOW_INO, pc->file_idx, ts);
 	if (!c)
 		return NULL;
-	c->serial = ++p->serial;
-	c->fl = flow_get(p, pc->host, pc->id.ino | TLS_FLOW_INO, c->serial);
-	if (!c->fl) {
-		conn_remove(&p->ct, c);
-		free(c);
-		return NULL;
-	}
-	c->fl->refs++;
-	c->base[0] = c->fl->pos[0];
-	c->base[1] = c->fl->pos[1];
 	c->tls_parent = pc;
 	pc->tls_sub = c;
 	c->tls = true;
-	c->p = p;
-	c->file_idx = pc->file_idx;
-	c->open_ts = ts;
-	c->texts_gen = 1;
 	c->l4 = pc->l4;
 	c->have_tuple = pc->have_tuple;
 	c->local = pc->local;
@@ -1936,7 +1932,6 @@ static struct conn *tls_sub_get(struct reel_pipeline *p, struct conn *pc, uint64
 	}
 	memcpy(c->comm, pc->comm, sizeof(c->comm));
 	memcpy(c->exe, pc->exe, sizeof(c->exe));
-	p->st.conns++;
 	/* both ends traced: the plaintext streams pair up as their sockets do,
 	 * the one made second is the mirror (its packets and, unless each_end,
 	 * its transactions come from the other) */
