@@ -383,6 +383,54 @@ static void plan_make(const struct reel_coding *c, struct plan *pl)
 	pl->ok = c->nfields > 0;
 }
 
+/* The masked pass over the first words of a record (w, in place) against
+ * its reference: adds to decode, subtracts to code. */
+static inline void plan_words(const struct plan *fp, uint8_t *w, const uint8_t *ref, bool add)
+{
+	for (unsigned k = 0; k < fp->nw; k++) {
+		uint32_t x, y;
+
+		memcpy(&x, w + 4 * k, 4);
+		memcpy(&y, ref + 4 * k, 4);
+		y &= fp->mask[k];
+		x = add ? x + y : x - y;
+		memcpy(w + 4 * k, &x, 4);
+	}
+}
+
+/* Field k of a coded record back to its value, in place at p: its code (in
+ * place, or the next of its column) plus its prediction. */
+static inline void decode_field(const struct reel_coding *c, struct planes *pl, unsigned k,
+				uint8_t *p, uint64_t ts, const uint8_t *ref, uint32_t reflen)
+{
+	const struct reel_coding_field *f = &c->fields[k];
+	uint64_t v, pred;
+
+	if (f->op & REEL_CODE_COLUMN)
+		v = plane_get(pl->base[k], pl->cnt[k], pl->pos[k]++, f->width);
+	else
+		v = rdw(p + f->off, f->width);
+	if (predict(f, ts, ref, reflen, &pred))
+		v += pred;
+	wrw(p + f->off, f->width, v);
+}
+
+/* Field k of record p coded: to its column, or in place at body + at. */
+static inline void encode_field(const struct reel_coding *c, struct planes *pl, unsigned k,
+				const uint8_t *p, uint64_t ts, const uint8_t *ref, uint32_t reflen,
+				uint8_t *at)
+{
+	const struct reel_coding_field *f = &c->fields[k];
+	uint64_t v = rdw(p + f->off, f->width), pred;
+
+	if (predict(f, ts, ref, reflen, &pred))
+		v -= pred;
+	if (f->op & REEL_CODE_COLUMN)
+		plane_put(pl->base[k], pl->cnt[k], pl->pos[k]++, f->width, v);
+	else
+		wrw(at, f->width, v);
+}
+
 void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *raw,
 			size_t len, uint8_t *out)
 {
@@ -451,26 +499,10 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 			 * first maxend bytes in t, then t and the rest of the
 			 * payload around the column fields' bytes */
 			memcpy(t, p, fp.maxend);
-			for (unsigned k = 0; k < fp.nw; k++) {
-				uint32_t x, y;
-
-				memcpy(&x, t + 4 * k, 4);
-				memcpy(&y, ref + 4 * k, 4);
-				x -= y & fp.mask[k];
-				memcpy(t + 4 * k, &x, 4);
-			}
-			for (unsigned j = 0; j < fp.nspec; j++) {
-				unsigned k = fp.spec[j];
-				const struct reel_coding_field *f = &c->fields[k];
-				uint64_t v = rdw(p + f->off, f->width), pred;
-
-				if (predict(f, ts, ref, reflen, &pred))
-					v -= pred;
-				if (f->op & REEL_CODE_COLUMN)
-					plane_put(pl.base[k], pl.cnt[k], pl.pos[k]++, f->width, v);
-				else
-					wrw(t + f->off, f->width, v);
-			}
+			plan_words(&fp, t, ref, false);
+			for (unsigned j = 0; j < fp.nspec; j++)
+				encode_field(c, &pl, fp.spec[j], p, ts, ref, reflen,
+					     t + c->fields[fp.spec[j]].off);
 			for (unsigned k = 0; k < pl.ncol; k++) {
 				const struct reel_coding_field *f = &c->fields[pl.col[k]];
 
@@ -499,19 +531,12 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 		bp += plen - cur;
 		for (unsigned k = 0; k < nf; k++) {
 			const struct reel_coding_field *f = &c->fields[k];
-			uint64_t v, pred;
 
 			if ((uint32_t)f->off + f->width > rlen)
 				break;
-			v = rdw(p + f->off, f->width);
-			if (predict(f, ts, ref, reflen, &pred))
-				v -= pred;
-			if (f->op & REEL_CODE_COLUMN) {
-				plane_put(pl.base[k], pl.cnt[k], pl.pos[k]++, f->width, v);
+			encode_field(c, &pl, k, p, ts, ref, reflen, body + f->off - cut);
+			if (f->op & REEL_CODE_COLUMN)
 				cut += f->width;
-			} else {
-				wrw(body + f->off - cut, f->width, v);
-			}
 		}
 	}
 	assert(bp == (size_t)(pl.hdr - out));
@@ -633,42 +658,17 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 		if (fp.ok && ref && rlen >= fp.maxend && reflen >= fp.maxend) {
 			/* the common record: masked 32-bit adds (the words of
 			 * other fields add 0), then the other fields */
-			for (unsigned k = 0; k < fp.nw; k++) {
-				uint32_t x, y;
-
-				memcpy(&x, p + 4 * k, 4);
-				memcpy(&y, ref + 4 * k, 4);
-				x += y & fp.mask[k];
-				memcpy(p + 4 * k, &x, 4);
-			}
-			for (unsigned j = 0; j < fp.nspec; j++) {
-				unsigned k = fp.spec[j];
-				const struct reel_coding_field *f = &c->fields[k];
-				uint64_t v, pred;
-
-				if (f->op & REEL_CODE_COLUMN)
-					v = plane_get(pl.base[k], pl.cnt[k], pl.pos[k]++, f->width);
-				else
-					v = rdw(p + f->off, f->width);
-				if (predict(f, ts, ref, reflen, &pred))
-					v += pred;
-				wrw(p + f->off, f->width, v);
-			}
+			plan_words(&fp, p, ref, true);
+			for (unsigned j = 0; j < fp.nspec; j++)
+				decode_field(c, &pl, fp.spec[j], p, ts, ref, reflen);
 			continue;
 		}
 		for (unsigned k = 0; k < nf; k++) {
 			const struct reel_coding_field *f = &c->fields[k];
-			uint64_t v, pred;
 
 			if ((uint32_t)f->off + f->width > rlen)
 				break;
-			if (f->op & REEL_CODE_COLUMN)
-				v = plane_get(pl.base[k], pl.cnt[k], pl.pos[k]++, f->width);
-			else
-				v = rdw(p + f->off, f->width);
-			if (predict(f, ts, ref, reflen, &pred))
-				v += pred;
-			wrw(p + f->off, f->width, v);
+			decode_field(c, &pl, k, p, ts, ref, reflen);
 		}
 	}
 	return 0;
