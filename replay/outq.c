@@ -23,6 +23,8 @@ struct reel_outq {
 	uint64_t done; /* buffers written (or discarded after an error) */
 	int err;
 	bool stop;
+	reel_outq_prep_fn *prep;
+	void *prep_ctx;
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t more; /* thread waits: sub > done or stop */
@@ -67,6 +69,8 @@ static void *writer(void *arg)
 		i = q->done % q->nbufs;
 		err = q->err;
 		pthread_mutex_unlock(&q->mu);
+		if (!err && q->prep)
+			q->prep(q->prep_ctx, (unsigned int)i, q->buf[i], q->len[i]);
 		if (!err)
 			err = reel_write_all(q->fd, q->buf[i], q->len[i]);
 		pthread_mutex_lock(&q->mu);
@@ -129,6 +133,17 @@ fail:
 uint8_t *reel_outq__buf(struct reel_outq *q)
 {
 	return q->buf[q->sub % q->nbufs];
+}
+
+unsigned int reel_outq__slot(const struct reel_outq *q)
+{
+	return (unsigned int)(q->sub % q->nbufs);
+}
+
+void reel_outq__set_prep(struct reel_outq *q, reel_outq_prep_fn *fn, void *ctx)
+{
+	q->prep = fn;
+	q->prep_ctx = ctx;
 }
 
 uint8_t *reel_outq__swap(struct reel_outq *q, size_t n, size_t keep)

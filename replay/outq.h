@@ -29,6 +29,17 @@ struct reel_outq *reel_outq__new(int fd, size_t size, unsigned int nbufs);
 /* The buffer the producer fills now (`size` bytes). */
 uint8_t *reel_outq__buf(struct reel_outq *q);
 
+/* Which of the nbufs buffers is current (0 .. nbufs - 1). */
+unsigned int reel_outq__slot(const struct reel_outq *q);
+
+/* A last touch the thread gives each buffer before writing it: fn(ctx, slot,
+ * buf, n) runs in the writer thread on the n bytes queued from buffer number
+ * `slot`, and may change them. Set before the first swap. Whatever the
+ * producer prepared for that slot before the swap is visible to fn, and the
+ * producer gets the slot back only after fn returned. */
+typedef void reel_outq_prep_fn(void *ctx, unsigned int slot, uint8_t *buf, size_t n);
+void reel_outq__set_prep(struct reel_outq *q, reel_outq_prep_fn *fn, void *ctx);
+
 /* Queues the first n bytes of the current buffer for writing and makes a
  * free buffer current, copying the `keep` bytes at buf[n..n+keep) to its
  * start. Waits only when every buffer is queued. Returns the new current

@@ -40,13 +40,93 @@ FILE *reel_open_output(const char *path, void **bufp)
 /* ------------------------------------------------------------------ */
 /* pcapng                                                              */
 
+/* Packets whose TCP/UDP checksum the writer thread fills in: offset and
+ * length of each, in buffer order. */
+struct csum_list {
+	uint32_t (*pkt)[2];
+	size_t n, cap;
+};
+
+#define OUT_NBUFS 4
+
 struct reel_pcapng {
 	int fd;
 	int err;
 	uint8_t *buf; /* blocks are assembled in place here, written 1 MiB at a time */
 	size_t len;
 	struct reel_outq *q; /* writes in a thread (buf is the queue's); NULL: write here */
+	/* with q: the packets of each of its buffers still without a checksum,
+	 * and those of a flush's rest on their way to the next buffer */
+	struct csum_list later[OUT_NBUFS], spill;
 };
+
+static bool csum_reserve(struct csum_list *l, size_t more)
+{
+	size_t cap = l->cap ? l->cap : 1024;
+	void *p;
+
+	if (l->n + more <= l->cap)
+		return true;
+	while (cap < l->n + more)
+		cap *= 2;
+	p = realloc(l->pkt, cap * sizeof(l->pkt[0]));
+	if (!p)
+		return false;
+	l->pkt = p;
+	l->cap = cap;
+	return true;
+}
+
+/* The writer thread, before it writes buffer `slot`. */
+static void csum_fill(void *ctx, unsigned int slot, uint8_t *buf, size_t n)
+{
+	const struct csum_list *l = &((struct reel_pcapng *)ctx)->later[slot];
+
+	(void)n;
+	for (size_t i = 0; i < l->n; i++)
+		reel_pkt_csum(buf + l->pkt[i][0], l->pkt[i][1]);
+}
+
+/* Before the first n bytes of the buffer go to the writer thread: packets
+ * that run past n get their checksum now, or (wholly past n) go to spill. */
+static void csum_split(struct reel_pcapng *w, size_t n)
+{
+	struct csum_list *l = &w->later[reel_outq__slot(w->q)];
+	size_t i = 0;
+
+	w->spill.n = 0;
+	while (i < l->n && l->pkt[i][0] + l->pkt[i][1] <= n)
+		i++;
+	for (size_t k = i; k < l->n; k++) {
+		uint32_t off = l->pkt[k][0], len = l->pkt[k][1];
+
+		if (off >= n && csum_reserve(&w->spill, 1)) {
+			w->spill.pkt[w->spill.n][0] = off - (uint32_t)n;
+			w->spill.pkt[w->spill.n][1] = len;
+			w->spill.n++;
+		} else {
+			reel_pkt_csum(w->buf + off, len);
+		}
+	}
+	l->n = i;
+}
+
+/* After the swap: the new buffer's list starts with the spilled packets. */
+static void csum_take_spill(struct reel_pcapng *w)
+{
+	struct csum_list *l = &w->later[reel_outq__slot(w->q)];
+
+	l->n = 0;
+	if (!w->spill.n)
+		return;
+	if (!csum_reserve(l, w->spill.n)) {
+		for (size_t i = 0; i < w->spill.n; i++)
+			reel_pkt_csum(w->buf + w->spill.pkt[i][0], w->spill.pkt[i][1]);
+		return;
+	}
+	memcpy(l->pkt, w->spill.pkt, w->spill.n * sizeof(l->pkt[0]));
+	l->n = w->spill.n;
+}
 
 /* Largest EPB: header, packet, padding, options (1 KiB comment), trailer. */
 #define EPB_HDR	 28
@@ -101,7 +181,9 @@ static void flush_part(struct reel_pcapng *w, bool whole)
 
 	if (w->q) {
 		if (n && !w->err) {
+			csum_split(w, n);
 			w->buf = reel_outq__swap(w->q, n, rest);
+			csum_take_spill(w);
 			w->err = reel_outq__err(w->q);
 		}
 		w->len = w->err ? 0 : rest;
@@ -173,7 +255,9 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 		return NULL;
 	}
 	/* four buffers: the thread writes one while the pipeline fills another */
-	w->q = reel_outq__new(w->fd, OUT_BUF + BLK_CAP, 4);
+	w->q = reel_outq__new(w->fd, OUT_BUF + BLK_CAP, OUT_NBUFS);
+	if (w->q)
+		reel_outq__set_prep(w->q, csum_fill, w);
 	w->buf = w->q ? reel_outq__buf(w->q) : malloc(OUT_BUF + BLK_CAP);
 	if (!w->buf) {
 		close(w->fd);
@@ -251,6 +335,32 @@ int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, u
 	return w->err;
 }
 
+bool reel_pcapng__csum_later(const struct reel_pcapng *w)
+{
+	return w && w->q;
+}
+
+int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			       uint32_t pid, uint32_t tid, const char *comment)
+{
+	struct csum_list *l;
+	uint8_t *pkt = w->buf + w->len + EPB_HDR;
+
+	if (!w->q || len > BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3) {
+		reel_pkt_csum(pkt, len);
+	} else {
+		l = &w->later[reel_outq__slot(w->q)];
+		if (csum_reserve(l, 1)) {
+			l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);
+			l->pkt[l->n][1] = len;
+			l->n++;
+		} else {
+			reel_pkt_csum(pkt, len);
+		}
+	}
+	return reel_pcapng__commit(w, real_ns, len, dir, pid, tid, comment);
+}
+
 int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
 			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment)
 {
@@ -273,6 +383,9 @@ int reel_pcapng__close(struct reel_pcapng *w)
 
 		if (!err)
 			err = e;
+		for (int i = 0; i < OUT_NBUFS; i++)
+			free(w->later[i].pkt);
+		free(w->spill.pkt);
 	} else {
 		free(w->buf);
 	}
@@ -414,6 +527,28 @@ static uint64_t csum_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t s
 	return csum_add(sum + s0 + s1 + s2 + s3, src, n);
 }
 
+/* csum_add with four independent sums, for long spans. */
+static uint64_t csum_wide(uint64_t sum, const uint8_t *p, size_t n)
+{
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+
+	while (n >= 32) {
+		uint64_t a, b, c, d;
+
+		memcpy(&a, p, 8);
+		memcpy(&b, p + 8, 8);
+		memcpy(&c, p + 16, 8);
+		memcpy(&d, p + 24, 8);
+		s0 += (a & 0xffffffffu) + (a >> 32);
+		s1 += (b & 0xffffffffu) + (b >> 32);
+		s2 += (c & 0xffffffffu) + (c >> 32);
+		s3 += (d & 0xffffffffu) + (d >> 32);
+		p += 32;
+		n -= 32;
+	}
+	return csum_add(sum + s0 + s1 + s2 + s3, p, n);
+}
+
 static uint16_t csum_fold(uint64_t sum)
 {
 	while (sum >> 16)
@@ -421,9 +556,10 @@ static uint16_t csum_fold(uint64_t sum)
 	return (uint16_t)~sum;
 }
 
-size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
-		      const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
-		      uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen)
+static inline size_t pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
+			       const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
+			       uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen,
+			       bool l4csum)
 {
 	size_t iph = src->v6 ? 40 : 20, l4h = l4 == 17 ? 8 : 20;
 	size_t total = iph + l4h + plen;
@@ -481,6 +617,13 @@ size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 		memcpy(t + 14, &win, 2);
 		t[16] = t[17] = t[18] = t[19] = 0;
 	}
+	if (!l4csum) {
+		/* reel_pkt_csum() fills the field in later */
+		if (plen)
+			memcpy(t + l4h, payload, plen);
+		t[l4 == 17 ? 6 : 16] = t[l4 == 17 ? 7 : 17] = 0;
+		return total;
+	}
 	sum = csum_add(sum, t, l4h);
 	if (plen)
 		sum = csum_copy(t + l4h, payload, plen, sum);
@@ -489,4 +632,48 @@ size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 		c = 0xffff;
 	memcpy(t + (l4 == 17 ? 6 : 16), &c, 2);
 	return total;
+}
+
+size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
+		      const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
+		      uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen)
+{
+	return pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen, true);
+}
+
+size_t reel_pkt_build_nocsum(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
+			     const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
+			     uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen)
+{
+	return pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen, false);
+}
+
+void reel_pkt_csum(uint8_t *pkt, size_t len)
+{
+	size_t iph, l4len;
+	uint64_t sum;
+	uint16_t c;
+	int l4;
+
+	if (len >= 40 && pkt[0] >> 4 == 6) {
+		iph = 40;
+		l4 = pkt[6];
+		sum = csum_add(0, pkt + 8, 32);
+	} else if (len >= 20 && pkt[0] == 0x45) {
+		iph = 20;
+		l4 = pkt[9];
+		sum = csum_add(0, pkt + 12, 8);
+	} else {
+		return;
+	}
+	if ((l4 != 6 && l4 != 17) || len < iph + (l4 == 17 ? 8 : 20))
+		return;
+	l4len = len - iph;
+	sum += htons((uint16_t)l4) + htons((uint16_t)l4len);
+	pkt += iph;
+	pkt[l4 == 17 ? 6 : 16] = pkt[l4 == 17 ? 7 : 17] = 0;
+	c = csum_fold(csum_wide(sum, pkt, l4len));
+	if (l4 == 17 && c == 0)
+		c = 0xffff;
+	memcpy(pkt + (l4 == 17 ? 6 : 16), &c, 2);
 }

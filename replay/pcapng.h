@@ -43,6 +43,12 @@ int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *
 uint8_t *reel_pcapng__reserve(struct reel_pcapng *w);
 int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
 			uint32_t pid, uint32_t tid, const char *comment);
+/* True when the writer can fill in TCP/UDP checksums in its thread: a packet
+ * built with reel_pkt_build_nocsum() is then committed with commit_nocsum
+ * (which, without the thread, computes the checksum itself). */
+bool reel_pcapng__csum_later(const struct reel_pcapng *w);
+int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			       uint32_t pid, uint32_t tid, const char *comment);
 /* Flushes and closes; returns the first write error (0 if none). NULL ok. */
 int reel_pcapng__close(struct reel_pcapng *w);
 
@@ -83,5 +89,13 @@ static inline uint32_t reel_pkt_mss(bool v6, int l4)
 size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 		      const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
 		      uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen);
+/* The same with the TCP/UDP checksum field left 0 (the IPv4 header checksum
+ * is computed): a plain copy of the payload. */
+size_t reel_pkt_build_nocsum(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
+			     const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
+			     uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen);
+/* Computes and stores the TCP/UDP checksum of a packet reel_pkt_build*()
+ * made (len bytes); leaves other packets alone. */
+void reel_pkt_csum(uint8_t *pkt, size_t len);
 
 #endif /* REEL_PCAPNG_H */

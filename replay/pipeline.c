@@ -737,6 +737,7 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 	uint8_t *pkt;
 	size_t n;
 	uint64_t real;
+	bool later;
 
 	if (fl->mirror_of)
 		return;
@@ -746,8 +747,11 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 	dst = dir == REEL_DIR_EGRESS ? &remote : &fl->ep[0];
 	/* built in place in the pcapng writer's buffer: no copy of the packet */
 	pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
-	n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack, flags,
-			   fl->ipid[dir]++, data, len);
+	/* alone, the pcapng writer's thread fills in the TCP/UDP checksum */
+	later = p->png && !p->pcw && !p->have_bpf && reel_pcapng__csum_later(p->png);
+	n = (later ? reel_pkt_build_nocsum : reel_pkt_build)(pkt, REEL_PCAPNG_MAX_PKT, src, dst,
+							     stream ? 6 : 17, seq, ack, flags,
+							     fl->ipid[dir]++, data, len);
 	if (!n)
 		return;
 	if (p->have_bpf) {
@@ -760,10 +764,10 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 	if (p->pcw)
 		reel_pcapw__packet(p->pcw, real, pkt, (uint32_t)n);
 	if (p->png) {
-		int e = reel_pcapng__commit(p->png, real, (uint32_t)n,
-					    dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
-								   : REEL_EPB_DIR_IN,
-					    pid, tid, comment);
+		int e = (later ? reel_pcapng__commit_nocsum : reel_pcapng__commit)(
+			p->png, real, (uint32_t)n,
+			dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT : REEL_EPB_DIR_IN, pid, tid,
+			comment);
 
 		if (e && !p->err)
 			p->err = e;
