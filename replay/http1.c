@@ -7,6 +7,7 @@
  * protocols are not parsed) and CONNECT tunnels. Header blocks are buffered up
  * to H1_MAX_HDR; bodies are counted, never stored.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ struct h1_entry {
 	struct reel_txn t;
 	bool req_done, resp_done;
 	bool head_req, connect_req, h2c_req, upgrade_req;
+	uint8_t host_len, req_ct_len, resp_ct_len; /* strlen of the three below */
 	char host[96];
 	char req_ct[64];
 	char resp_ct[64];
@@ -225,23 +227,62 @@ static struct h1_entry *entry(struct h1_conn *c, uint64_t seq)
 	return &c->q[seq % H1_QUEUE];
 }
 
+/* Fresh entry: its transaction zeroed (padding too) and initialised. */
+static void entry_init(struct h1_entry *e)
+{
+	/* the text buffers after the flags are read only up to their lengths */
+	memset(e, 0, offsetof(struct h1_entry, host));
+	e->t.proto = REEL_PROTO_HTTP1;
+	e->t.status = -1;
+	e->t.grpc_status = -1;
+	e->host[0] = e->req_ct[0] = e->resp_ct[0] = '\0';
+}
+
+/* Sanitised copy of a header value into one of an entry's text buffers. */
+static uint8_t copy_field(char *dst, size_t dstsz, const uint8_t *v, size_t n)
+{
+	if (n > dstsz - 1)
+		n = dstsz - 1;
+	l7_copy_text(dst, dstsz, v, n);
+	return (uint8_t)n;
+}
+
+/* Appends printable bytes to detail[0, l), truncating; returns the new length. */
+static size_t detail_put(char *detail, size_t l, const char *s, size_t n)
+{
+	size_t room = REEL_TXN_TEXT_MAX - 1 - l;
+
+	if (n > room)
+		n = room;
+	memcpy(detail + l, s, n);
+	return l + n;
+}
+
 static void finish_detail(struct h1_entry *e)
 {
-	const char *ct = e->resp_ct[0] ? e->resp_ct : e->req_ct;
+	const char *ct = e->resp_ct_len ? e->resp_ct : e->req_ct;
+	size_t ctl = e->resp_ct_len ? e->resp_ct_len : e->req_ct_len;
+	char *detail = e->t.detail;
+	size_t l;
 
-	/* per transaction: plain appends, not a printf */
-	if (e->host[0]) {
-		if (e->t.detail[0])
-			l7_append_text(e->t.detail, sizeof(e->t.detail), " ", 1);
-		l7_append_text(e->t.detail, sizeof(e->t.detail), "host=", 5);
-		l7_append_text(e->t.detail, sizeof(e->t.detail), e->host, strlen(e->host));
+	/* per transaction: known lengths, "host=H ctype=T" after any error text
+	 * (host and ctype are sanitised already) */
+	if (!e->host_len && !ctl)
+		return;
+	l = detail[0] ? strnlen(detail, REEL_TXN_TEXT_MAX - 1) : 0;
+	if (e->host_len) {
+		if (l)
+			l = detail_put(detail, l, " ", 1);
+		l = detail_put(detail, l, "host=", 5);
+		l = detail_put(detail, l, e->host, e->host_len);
 	}
-	if (ct[0]) {
-		if (e->t.detail[0])
-			l7_append_text(e->t.detail, sizeof(e->t.detail), " ", 1);
-		l7_append_text(e->t.detail, sizeof(e->t.detail), "ctype=", 6);
-		l7_append_text(e->t.detail, sizeof(e->t.detail), ct, strlen(ct));
+	if (ctl) {
+		if (l)
+			l = detail_put(detail, l, " ", 1);
+		l = detail_put(detail, l, "ctype=", 6);
+		l = detail_put(detail, l, ct, ctl);
 	}
+	detail[l] = '\0';
 }
 
 static void emit_entry(struct h1_conn *c, struct h1_entry *e)
@@ -290,8 +331,7 @@ static struct h1_entry *push_entry(struct h1_conn *c)
 	if (c->tail - c->head == H1_QUEUE)
 		force_pop(c);
 	e = entry(c, c->tail++);
-	memset(e, 0, sizeof(*e));
-	l7_txn_init(&e->t, REEL_PROTO_HTTP1);
+	entry_init(e);
 	return e;
 }
 
@@ -547,9 +587,9 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 	l7_copy_text(e->t.method, sizeof(e->t.method), h->method, h->method_len);
 	l7_copy_text(e->t.target, sizeof(e->t.target), h->target, h->target_len);
 	if (h->host)
-		l7_copy_text(e->host, sizeof(e->host), h->host, h->host_len);
+		e->host_len = copy_field(e->host, sizeof(e->host), h->host, h->host_len);
 	if (h->ctype)
-		l7_copy_text(e->req_ct, sizeof(e->req_ct), h->ctype, h->ctype_len);
+		e->req_ct_len = copy_field(e->req_ct, sizeof(e->req_ct), h->ctype, h->ctype_len);
 	e->head_req = h->method_len == 4 && !memcmp(h->method, "HEAD", 4);
 	e->connect_req = h->method_len == 7 && !memcmp(h->method, "CONNECT", 7);
 	e->upgrade_req = h->upgrade && h->conn_upgrade;
@@ -575,8 +615,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 			c->resp_seq = seq;
 			c->resp_orphan = false;
 		} else {
-			memset(&c->orphan, 0, sizeof(c->orphan));
-			l7_txn_init(&c->orphan.t, REEL_PROTO_HTTP1);
+			entry_init(&c->orphan);
 			c->orphan.t.flags |= REEL_TXNF_NO_REQ;
 			c->resp_orphan = true;
 			e = &c->orphan;
@@ -588,7 +627,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	e = cur_resp(c);
 	e->t.status = h->status;
 	if (h->ctype)
-		l7_copy_text(e->resp_ct, sizeof(e->resp_ct), h->ctype, h->ctype_len);
+		e->resp_ct_len = copy_field(e->resp_ct, sizeof(e->resp_ct), h->ctype, h->ctype_len);
 	if (h->status == 101) {
 		bool h2c = h->upgrade && has_token(h->upgrade, h->upgrade_len, "h2c");
 		struct h1_dir *rq = &c->d[REEL_L7_REQ];
