@@ -77,14 +77,20 @@ print("%.3f %d %d %.3f %d" % (dt, ru.ru_maxrss, p.returncode, ru.ru_utime + ru.r
 PY
 }
 
-# best N CMD...: runs CMD N times (fresh outputs each time: the caller's
-# paths are overwritten) and prints "WALL MAXRSS EXIT CPU MAXANON" with the
-# smallest wall and CPU seen and the largest memory: on a shared host the
-# fastest of a few runs is the one least disturbed by others
+# best N CMD...: runs CMD N times and prints "WALL MAXRSS EXIT CPU MAXANON"
+# with the smallest wall and CPU seen and the largest memory: on a shared
+# host the fastest of a few runs is the one least disturbed by others.
+# Before each run the files named in $FRESH are removed, so that a run writes
+# new files as the first one did: truncating the previous run's 250 MB of
+# output (and ext4's flush at close of a file truncated and rewritten) would
+# be timed too, and tshark has nothing of the kind to pay.
+FRESH=''
 best() {
 	local n=$1 i s r rc c a bs='' br=0 brc=0 bc='' ba=0
 	shift
 	for i in $(seq "$n"); do
+		# shellcheck disable=SC2086
+		[ -z "$FRESH" ] || rm -f $FRESH
 		read -r s r rc c a < <(measure "$@")
 		[ "$rc" = 0 ] || brc=$rc
 		bs=$(awk -v a="$s" -v b="${bs:-$s}" 'BEGIN {print (a < b) ? a : b}')
@@ -140,7 +146,9 @@ for f in small large; do
 	cat "$W/$f.reel" >/dev/null
 	runs=$RUNS
 	[ "$f" = large ] && runs=1
+	FRESH="$W/$f.pcapng $W/$f.jsonl"
 	read -r s r rc c a < <(best "$runs" "$REELPLAY" "$W/$f.reel" -w "$W/$f.pcapng" --json "$W/$f.jsonl")
+	FRESH=''
 	[ "$rc" = 0 ] || echo "reelplay exited $rc on $f.reel" >&2
 	SEC[$f]=$s
 	RSS[$f]=$r
