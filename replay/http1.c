@@ -96,49 +96,53 @@ static size_t trim_eol(const uint8_t *p, size_t l)
 	return l;
 }
 
-/* Does p start "HTTP/d.d"? NO, YES or MORE. */
-static int check_version(const uint8_t *p, size_t n, bool http1_only)
+/* Does p start "HTTP/1.d"? NO, YES or MORE. */
+static int check_version(const uint8_t *p, size_t n)
 {
-	static const char v[] = "HTTP/1.1";
-
-	for (size_t i = 0; i < 8; i++) {
-		if (i >= n)
-			return MORE;
-		if (i == 5 || i == 7) {
-			if (!is_digit(p[i]) || (i == 5 && http1_only && p[i] != '1'))
-				return NO;
-		} else if (p[i] != (uint8_t)v[i]) {
-			return NO;
-		}
-	}
-	return YES;
+	if (n >= 8)
+		return !memcmp(p, "HTTP/1.", 7) && is_digit(p[7]) ? YES : NO;
+	return memcmp(p, "HTTP/1.", n) ? NO : MORE;
 }
+
+/* Byte classes of a request line. */
+#define C_METHOD 1 /* A-Z - _ */
+#define C_TSTOP	 2 /* ends a target: SP, or NUL CR LF (which make it invalid) */
+static const uint8_t req_class[256] = {
+	[0] = C_TSTOP,	  ['\r'] = C_TSTOP, ['\n'] = C_TSTOP, [' '] = C_TSTOP,	['-'] = C_METHOD,
+	['_'] = C_METHOD, ['A'] = C_METHOD, ['B'] = C_METHOD, ['C'] = C_METHOD, ['D'] = C_METHOD,
+	['E'] = C_METHOD, ['F'] = C_METHOD, ['G'] = C_METHOD, ['H'] = C_METHOD, ['I'] = C_METHOD,
+	['J'] = C_METHOD, ['K'] = C_METHOD, ['L'] = C_METHOD, ['M'] = C_METHOD, ['N'] = C_METHOD,
+	['O'] = C_METHOD, ['P'] = C_METHOD, ['Q'] = C_METHOD, ['R'] = C_METHOD, ['S'] = C_METHOD,
+	['T'] = C_METHOD, ['U'] = C_METHOD, ['V'] = C_METHOD, ['W'] = C_METHOD, ['X'] = C_METHOD,
+	['Y'] = C_METHOD, ['Z'] = C_METHOD,
+};
 
 /* A request line at p: "METHOD SP target SP HTTP/1.x EOL". */
 static int check_request_line(const uint8_t *p, size_t n)
 {
-	size_t i = 0, t, l;
+	size_t i = 0, t, lim = n < 24 ? n : 24;
 
-	for (; i < n && i < 24 && p[i] != ' '; i++)
-		if (!(p[i] >= 'A' && p[i] <= 'Z') && p[i] != '-' && p[i] != '_')
-			return NO;
+	while (i < lim && (req_class[p[i]] & C_METHOD))
+		i++;
 	if (i == n)
 		return MORE;
-	if (i == 0 || i >= 24)
+	if (i == 24 || p[i] != ' ' || i == 0)
 		return NO;
 	/* PRI * HTTP/2.0 is the HTTP/2 preface, not a request. */
 	if (i == 3 && !memcmp(p, "PRI", 3))
 		return NO;
 	t = ++i;
-	for (; i < n && i < H1_MAX_LINE && p[i] != ' '; i++)
-		if (p[i] == 0 || p[i] == '\r' || p[i] == '\n')
-			return NO; /* lenient: other controls are sanitised later */
+	lim = n < H1_MAX_LINE ? n : H1_MAX_LINE;
+	while (i < lim && !(req_class[p[i]] & C_TSTOP))
+		i++;
+	if (i < lim && p[i] != ' ')
+		return NO; /* lenient: other controls are sanitised later */
 	if (i == n)
 		return n >= H1_MAX_LINE ? NO : MORE;
 	if (i == t || i >= H1_MAX_LINE)
 		return NO;
 	i++;
-	switch (check_version(p + i, n - i, true)) {
+	switch (check_version(p + i, n - i)) {
 	case NO:
 		return NO;
 	case MORE:
@@ -153,8 +157,7 @@ static int check_request_line(const uint8_t *p, size_t n)
 		return NO;
 	if (++i == n)
 		return MORE;
-	l = p[i] == '\n';
-	return l ? YES : NO;
+	return p[i] == '\n' ? YES : NO;
 }
 
 /* A status line at p: "HTTP/1.x SP ddd (SP reason)? EOL". */
@@ -162,7 +165,7 @@ static int check_status_line(const uint8_t *p, size_t n)
 {
 	size_t i;
 
-	switch (check_version(p, n, true)) {
+	switch (check_version(p, n)) {
 	case NO:
 		return NO;
 	case MORE:
@@ -262,7 +265,7 @@ static void finish_detail(struct h1_entry *e)
 {
 	const char *ct = e->resp_ct_len ? e->resp_ct : e->req_ct;
 	size_t ctl = e->resp_ct_len ? e->resp_ct_len : e->req_ct_len;
-	char *detail = e->t.detail;
+	char *detail = e->t.detail, *q;
 	size_t l;
 
 	/* per transaction: known lengths, "host=H ctype=T" after any error text
@@ -270,19 +273,41 @@ static void finish_detail(struct h1_entry *e)
 	if (!e->host_len && !ctl)
 		return;
 	l = detail[0] ? strnlen(detail, REEL_TXN_TEXT_MAX - 1) : 0;
+	if (l + sizeof(" host=") - 1 + sizeof(e->host) - 1 + sizeof(" ctype=") - 1 +
+		    sizeof(e->resp_ct) - 1 >
+	    REEL_TXN_TEXT_MAX - 1) {
+		/* long error text: truncated appends */
+		if (e->host_len) {
+			if (l)
+				l = detail_put(detail, l, " ", 1);
+			l = detail_put(detail, l, "host=", 5);
+			l = detail_put(detail, l, e->host, e->host_len);
+		}
+		if (ctl) {
+			if (l)
+				l = detail_put(detail, l, " ", 1);
+			l = detail_put(detail, l, "ctype=", 6);
+			l = detail_put(detail, l, ct, ctl);
+		}
+		detail[l] = '\0';
+		return;
+	}
+	q = detail + l; /* everything fits */
 	if (e->host_len) {
 		if (l)
-			l = detail_put(detail, l, " ", 1);
-		l = detail_put(detail, l, "host=", 5);
-		l = detail_put(detail, l, e->host, e->host_len);
+			*q++ = ' ';
+		memcpy(q, "host=", 5);
+		memcpy(q + 5, e->host, e->host_len);
+		q += 5 + e->host_len;
 	}
 	if (ctl) {
-		if (l)
-			l = detail_put(detail, l, " ", 1);
-		l = detail_put(detail, l, "ctype=", 6);
-		l = detail_put(detail, l, ct, ctl);
+		if (q != detail)
+			*q++ = ' ';
+		memcpy(q, "ctype=", 6);
+		memcpy(q + 6, ct, ctl);
+		q += 6 + ctl;
 	}
-	detail[l] = '\0';
+	*q = '\0';
 }
 
 static void emit_entry(struct h1_conn *c, struct h1_entry *e)
@@ -423,11 +448,172 @@ static bool has_token(const uint8_t *v, size_t n, const char *tok)
 	return false;
 }
 
-/* Parses the header fields of a block whose first line is already checked. */
-static bool parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
+static uint64_t load64(const uint8_t *p)
 {
-	size_t l = line_len(p, n, n), i;
+	uint64_t x;
 
+	memcpy(&x, p, 8);
+	return x;
+}
+
+static uint32_t load32(const uint8_t *p)
+{
+	uint32_t x;
+
+	memcpy(&x, p, 4);
+	return x;
+}
+
+/*
+ * p[0, l) equals the lowercase field name s (letters and '-', 4 <= l) with
+ * ASCII case ignored, as l7_span_ieq: a word at a time, each byte of p under
+ * a letter of s OR-ed with 0x20 (letters are the bytes of s with 0x40 set).
+ */
+static inline bool name_eq(const uint8_t *p, const char *s, size_t l)
+{
+	const uint8_t *q = (const uint8_t *)s;
+	size_t i;
+
+	if (l < 8) {
+		uint32_t a = load32(q), b = load32(q + l - 4);
+
+		return (load32(p) | ((a & 0x40404040u) >> 1)) == a &&
+		       (load32(p + l - 4) | ((b & 0x40404040u) >> 1)) == b;
+	}
+	for (i = 0; i + 8 <= l; i += 8) {
+		uint64_t a = load64(q + i);
+
+		if ((load64(p + i) | ((a & 0x4040404040404040ull) >> 1)) != a)
+			return false;
+	}
+	if (i < l) {
+		uint64_t a = load64(q + l - 8);
+
+		if ((load64(p + l - 8) | ((a & 0x4040404040404040ull) >> 1)) != a)
+			return false;
+	}
+	return true;
+}
+
+enum h1_field { F_OTHER, F_CL, F_TE, F_CONN, F_UPGRADE, F_HOST, F_CTYPE, F_EXPECT };
+
+/*
+ * Which of the fields read below a header line (ll > 0 bytes, no line end)
+ * is: the name before its first ':' compared without case. Names hold no
+ * ':', so "the first ':' is at len(name)" is line[len] == ':' and a match.
+ */
+static enum h1_field field_kind(const uint8_t *line, size_t ll, size_t *nl)
+{
+#define FIELD(s, k)                                                                                \
+	do {                                                                                       \
+		if (ll > sizeof(s) - 1 && line[sizeof(s) - 1] == ':' &&                            \
+		    name_eq(line, s, sizeof(s) - 1)) {                                             \
+			*nl = sizeof(s) - 1;                                                       \
+			return k;                                                                  \
+		}                                                                                  \
+	} while (0)
+	switch (line[0] | 0x20) {
+	case 'c':
+		FIELD("content-length", F_CL);
+		FIELD("content-type", F_CTYPE);
+		FIELD("connection", F_CONN);
+		break;
+	case 't':
+		FIELD("transfer-encoding", F_TE);
+		break;
+	case 'u':
+		FIELD("upgrade", F_UPGRADE);
+		break;
+	case 'h':
+		FIELD("host", F_HOST);
+		break;
+	case 'e':
+		FIELD("expect", F_EXPECT);
+		break;
+	}
+#undef FIELD
+	return F_OTHER;
+}
+
+/*
+ * Can a header line starting with c be one of the fields read: c, t, u, h or
+ * e in either case (not SP or HT: obsolete line folding)? A cheap filter
+ * before parse_field, which decides.
+ */
+static inline bool maybe_field(uint8_t c)
+{
+	unsigned b = (unsigned)(c | 0x20) - 'a';
+
+	return b < 26 && ((1u << ('c' - 'a') | 1u << ('t' - 'a') | 1u << ('u' - 'a') |
+			   1u << ('h' - 'a') | 1u << ('e' - 'a')) >>
+			  b) & 1;
+}
+
+/* One header line (ll > 0 bytes, line end trimmed); false if the message
+ * cannot be framed. */
+static bool parse_field(const uint8_t *line, size_t ll, struct h1_head *h)
+{
+	size_t nl = 0, vl;
+	const uint8_t *v;
+	enum h1_field k;
+
+	if (line[0] == ' ' || line[0] == '\t')
+		return true; /* obsolete line folding */
+	/* only Content-Length, Content-Type, Connection, Transfer-Encoding,
+	 * Upgrade, Host and Expect are read: the rest (Date, Server, ETag...)
+	 * is skipped without looking for ':' */
+	k = field_kind(line, ll, &nl);
+	if (k == F_OTHER)
+		return true;
+	v = line + nl + 1;
+	vl = ll - nl - 1;
+	while (vl && (*v == ' ' || *v == '\t'))
+		v++, vl--;
+	while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+		vl--;
+	switch (k) {
+	case F_CL: {
+		uint64_t cl;
+
+		/* Conflicting lengths: the message cannot be framed. */
+		if (!l7_parse_u64(v, vl, &cl) || (h->has_cl && cl != h->cl))
+			return false;
+		h->has_cl = true;
+		h->cl = cl;
+		break;
+	}
+	case F_TE:
+		if (has_token(v, vl, "chunked"))
+			h->chunked = true;
+		break;
+	case F_CONN:
+		if (has_token(v, vl, "upgrade"))
+			h->conn_upgrade = true;
+		break;
+	case F_UPGRADE:
+		h->upgrade = v;
+		h->upgrade_len = vl;
+		break;
+	case F_HOST:
+		h->host = v;
+		h->host_len = vl;
+		break;
+	case F_CTYPE:
+		h->ctype = v;
+		h->ctype_len = vl;
+		break;
+	case F_EXPECT:
+		h->expect = true;
+		break;
+	case F_OTHER:
+		break;
+	}
+	return true;
+}
+
+/* The checked request/status line p[0, l), l including its '\n'. */
+static void parse_start_line(const uint8_t *p, size_t l, int dir, struct h1_head *h)
+{
 	memset(h, 0, sizeof(*h));
 	if (dir == REEL_L7_REQ) {
 		const uint8_t *sp = l7_find(p, l, ' '), *sp2;
@@ -440,9 +626,17 @@ static bool parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
 	} else {
 		h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	}
+}
+
+/* Parses the header fields of a block whose first line is already checked. */
+static bool parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
+{
+	size_t l = line_len(p, n, n), i;
+
+	parse_start_line(p, l, dir, h);
 	for (i = l; i < n;) {
-		size_t ll = line_len(p + i, n - i, n - i), vl, nl;
-		const uint8_t *line = p + i, *colon, *v;
+		size_t ll = line_len(p + i, n - i, n - i);
+		const uint8_t *line = p + i;
 
 		if (!ll)
 			break;
@@ -450,58 +644,8 @@ static bool parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
 		ll = trim_eol(line, ll);
 		if (!ll)
 			break;
-		if (line[0] == ' ' || line[0] == '\t')
-			continue; /* obsolete line folding */
-		/* only fields named c..., t..., u..., h... or e... are read below:
-		 * skip the rest (Date, Server, ETag...) without looking for ':' */
-		switch (line[0] | 0x20) {
-		case 'c':
-		case 't':
-		case 'u':
-		case 'h':
-		case 'e':
-			break;
-		default:
-			continue;
-		}
-		colon = l7_find(line, ll, ':');
-		if (!colon)
-			continue;
-		nl = (size_t)(colon - line);
-		v = colon + 1;
-		vl = ll - nl - 1;
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-			vl--;
-#define NAME_IS(s) (nl == sizeof(s) - 1 && l7_span_ieq(line, nl, s))
-		if (NAME_IS("content-length")) {
-			uint64_t cl;
-
-			/* Conflicting lengths: the message cannot be framed. */
-			if (!l7_parse_u64(v, vl, &cl) || (h->has_cl && cl != h->cl))
-				return false;
-			h->has_cl = true;
-			h->cl = cl;
-		} else if (NAME_IS("transfer-encoding")) {
-			if (has_token(v, vl, "chunked"))
-				h->chunked = true;
-		} else if (NAME_IS("connection")) {
-			if (has_token(v, vl, "upgrade"))
-				h->conn_upgrade = true;
-		} else if (NAME_IS("upgrade")) {
-			h->upgrade = v;
-			h->upgrade_len = vl;
-		} else if (NAME_IS("host")) {
-			h->host = v;
-			h->host_len = vl;
-		} else if (NAME_IS("content-type")) {
-			h->ctype = v;
-			h->ctype_len = vl;
-		} else if (NAME_IS("expect")) {
-			h->expect = true;
-		}
-#undef NAME_IS
+		if (maybe_field(line[0]) && !parse_field(line, ll, h))
+			return false;
 	}
 	return true;
 }
@@ -529,6 +673,46 @@ static size_t find_head_end(struct h1_dir *d, const uint8_t *p, size_t n)
 	}
 	d->scanned = i;
 	return 0;
+}
+
+/*
+ * find_head_end and parse_head in one pass over the lines, for a block seen
+ * for the first time (d->scanned == 0): the same length (0 and a resume
+ * point in d->scanned if the block is not complete) and, for a complete
+ * block, the same fields and *ok as parse_head.
+ */
+static size_t scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir, struct h1_head *h,
+			bool *ok)
+{
+	size_t lim = n < H1_MAX_HDR ? n : H1_MAX_HDR, i;
+	const uint8_t *nl = memchr(p, '\n', lim);
+
+	*ok = true;
+	if (!nl) {
+		d->scanned = lim;
+		return 0;
+	}
+	i = (size_t)(nl - p) + 1;
+	parse_start_line(p, i, dir, h);
+	for (;;) {
+		size_t ll, tl;
+
+		nl = i < lim ? memchr(p + i, '\n', lim - i) : NULL;
+		if (!nl) {
+			/* resume at the '\n' before the unfinished line */
+			d->scanned = i - 1;
+			return 0;
+		}
+		ll = (size_t)(nl - (p + i)) + 1;
+		tl = ll - 1; /* trim_eol, knowing the '\n' */
+		if (tl && p[i + tl - 1] == '\r')
+			tl--;
+		if (!tl)
+			return i + ll; /* the blank line */
+		if (*ok && maybe_field(p[i]) && !parse_field(p + i, tl, h))
+			*ok = false;
+		i += ll;
+	}
 }
 
 /* ---- state machine ---- */
@@ -661,6 +845,7 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 	struct h1_dir *d = &c->d[dir];
 	struct h1_head h;
 	size_t hl;
+	bool ok;
 
 	/* Stray line ends between messages are allowed (and skipped). */
 	if (p[0] == '\r' || p[0] == '\n')
@@ -673,7 +858,12 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 		to_resync(d);
 		return 1;
 	}
-	hl = find_head_end(d, p, n);
+	if (!d->scanned) {
+		hl = scan_head(d, p, n, dir, &h, &ok);
+	} else {
+		hl = find_head_end(d, p, n);
+		ok = hl && parse_head(p, hl, dir, &h);
+	}
 	if (!hl) {
 		if (n < H1_MAX_HDR)
 			return 0;
@@ -707,7 +897,7 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 		return 1;
 	}
 	d->scanned = 0;
-	if (!parse_head(p, hl, dir, &h)) {
+	if (!ok) {
 		d->prev_nl = false;
 		to_resync(d);
 		return 1;

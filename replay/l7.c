@@ -109,7 +109,9 @@ static void push_mark(struct l7_stream *s, uint64_t pos, uint64_t ts)
 	while (keep + 1 < s->nmarks && s->marks[keep + 1].pos < s->pos)
 		keep++;
 	if (keep) {
-		memmove(s->marks, s->marks + keep, (s->nmarks - keep) * sizeof(s->marks[0]));
+		/* a loop: usually one mark moves, a memmove call costs more */
+		for (unsigned i = keep; i < s->nmarks; i++)
+			s->marks[i - keep] = s->marks[i];
 		s->nmarks -= keep;
 	}
 	/* Same time as the previous chunk: that mark covers this one too. */
@@ -251,23 +253,58 @@ void l7_txn_init(struct reel_txn *t, enum reel_proto proto)
 	t->grpc_status = -1;
 }
 
+/* Are all eight (four) bytes printable, 0x20..0x7e? A byte below 0x20
+ * borrows into its high bit, one above 0x7e carries into it (or has it set). */
+static bool printable64(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ull;
+
+	return !((((x - ones * 0x20) & ~x) | (x + ones) | x) & (ones * 0x80));
+}
+
+static bool printable32(uint32_t x)
+{
+	const uint32_t ones = 0x01010101u;
+
+	return !((((x - ones * 0x20) & ~x) | (x + ones) | x) & (ones * 0x80));
+}
+
 /* dst[0, n) = src[0, n) with non-printable bytes replaced by '.'. */
 static void sanitise(char *dst, const uint8_t *p, size_t n)
 {
-	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
 	size_t i = 0;
 
-	/* eight bytes at a time while they are all printable (0x20..0x7e):
-	 * a byte below 0x20 borrows into its high bit, one above 0x7e carries
-	 * into it (or has it set already) */
-	for (; i + 8 <= n; i += 8) {
+	/* words while all their bytes are printable, the last one overlapping
+	 * the previous (same bytes rewritten); bytes from the first word that
+	 * is not */
+	if (n >= 8) {
 		uint64_t x;
 
-		memcpy(&x, p + i, 8);
-		if ((((x - ones * 0x20) & ~x) | (x + ones) | x) & highs)
-			break;
-		memcpy(dst + i, &x, 8);
+		for (; i + 8 <= n; i += 8) {
+			memcpy(&x, p + i, 8);
+			if (!printable64(x))
+				goto bytes;
+			memcpy(dst + i, &x, 8);
+		}
+		if (i == n)
+			return;
+		memcpy(&x, p + n - 8, 8);
+		if (printable64(x)) {
+			memcpy(dst + n - 8, &x, 8);
+			return;
+		}
+	} else if (n >= 4) {
+		uint32_t x, y;
+
+		memcpy(&x, p, 4);
+		memcpy(&y, p + n - 4, 4);
+		if (printable32(x) && printable32(y)) {
+			memcpy(dst, &x, 4);
+			memcpy(dst + n - 4, &y, 4);
+			return;
+		}
 	}
+bytes:
 	for (; i < n; i++) {
 		uint8_t c = p[i];
 
