@@ -117,8 +117,15 @@ static const uint8_t req_class[256] = {
 	['Y'] = C_METHOD, ['Z'] = C_METHOD,
 };
 
-/* A request line at p: "METHOD SP target SP HTTP/1.x EOL". */
-static int check_request_line(const uint8_t *p, size_t n)
+/* Where the parts of a checked start line are. */
+struct h1_line {
+	size_t len;	   /* up to and including the first '\n' */
+	size_t method_len; /* request: the target follows the method and a SP */
+	size_t target_len;
+};
+
+/* A request line at p: "METHOD SP target SP HTTP/1.x EOL"; *ln if YES. */
+static int request_line(const uint8_t *p, size_t n, struct h1_line *ln)
 {
 	size_t i = 0, t, lim = n < 24 ? n : 24;
 
@@ -141,6 +148,8 @@ static int check_request_line(const uint8_t *p, size_t n)
 		return n >= H1_MAX_LINE ? NO : MORE;
 	if (i == t || i >= H1_MAX_LINE)
 		return NO;
+	ln->method_len = t - 1;
+	ln->target_len = i - t;
 	i++;
 	switch (check_version(p + i, n - i)) {
 	case NO:
@@ -151,17 +160,27 @@ static int check_request_line(const uint8_t *p, size_t n)
 	i += 8;
 	if (i == n)
 		return MORE;
-	if (p[i] == '\n')
+	if (p[i] == '\n') {
+		ln->len = i + 1;
 		return YES;
+	}
 	if (p[i] != '\r')
 		return NO;
 	if (++i == n)
 		return MORE;
+	ln->len = i + 1;
 	return p[i] == '\n' ? YES : NO;
 }
 
-/* A status line at p: "HTTP/1.x SP ddd (SP reason)? EOL". */
-static int check_status_line(const uint8_t *p, size_t n)
+static int check_request_line(const uint8_t *p, size_t n)
+{
+	struct h1_line ln;
+
+	return request_line(p, n, &ln);
+}
+
+/* A status line at p: "HTTP/1.x SP ddd (SP reason)? EOL"; *ln if YES. */
+static int status_line(const uint8_t *p, size_t n, struct h1_line *ln)
 {
 	size_t i;
 
@@ -181,14 +200,29 @@ static int check_status_line(const uint8_t *p, size_t n)
 		return MORE;
 	if (p[i] != ' ' && p[i] != '\r' && p[i] != '\n')
 		return NO;
-	if (line_len(p, n, H1_MAX_LINE))
+	ln->len = line_len(p, n, H1_MAX_LINE);
+	if (ln->len)
 		return YES;
 	return n >= H1_MAX_LINE ? NO : MORE;
 }
 
+static int check_status_line(const uint8_t *p, size_t n)
+{
+	struct h1_line ln;
+
+	return status_line(p, n, &ln);
+}
+
+static int start_line(const uint8_t *p, size_t n, int dir, struct h1_line *ln)
+{
+	return dir == REEL_L7_REQ ? request_line(p, n, ln) : status_line(p, n, ln);
+}
+
 static int check_start(const uint8_t *p, size_t n, int dir)
 {
-	return dir == REEL_L7_REQ ? check_request_line(p, n) : check_status_line(p, n);
+	struct h1_line ln;
+
+	return start_line(p, n, dir, &ln);
 }
 
 static const char *const methods[] = {
@@ -435,19 +469,6 @@ struct h1_head {
 	size_t upgrade_len, host_len, ctype_len;
 };
 
-static bool has_token(const uint8_t *v, size_t n, const char *tok)
-{
-	size_t l = strlen(tok);
-
-	for (size_t i = 0; i + l <= n; i++)
-		if ((i == 0 || v[i - 1] == ' ' || v[i - 1] == ',' || v[i - 1] == '\t') &&
-		    l7_span_ieq(v + i, n - i, tok) &&
-		    (i + l == n || v[i + l] == ',' || v[i + l] == ' ' || v[i + l] == '\t' ||
-		     v[i + l] == ';'))
-			return true;
-	return false;
-}
-
 static uint64_t load64(const uint8_t *p)
 {
 	uint64_t x;
@@ -493,6 +514,18 @@ static inline bool name_eq(const uint8_t *p, const char *s, size_t l)
 			return false;
 	}
 	return true;
+}
+
+/* Is tok (lowercase, len l) one of the comma/space separated tokens of v? */
+static bool has_token(const uint8_t *v, size_t n, const char *tok, size_t l)
+{
+	for (size_t i = 0; i + l <= n; i++)
+		if ((i == 0 || v[i - 1] == ' ' || v[i - 1] == ',' || v[i - 1] == '\t') &&
+		    (l >= 4 ? name_eq(v + i, tok, l) : l7_span_ieq(v + i, n - i, tok)) &&
+		    (i + l == n || v[i + l] == ',' || v[i + l] == ' ' || v[i + l] == '\t' ||
+		     v[i + l] == ';'))
+			return true;
+	return false;
 }
 
 enum h1_field { F_OTHER, F_CL, F_TE, F_CONN, F_UPGRADE, F_HOST, F_CTYPE, F_EXPECT };
@@ -583,11 +616,11 @@ static bool parse_field(const uint8_t *line, size_t ll, struct h1_head *h)
 		break;
 	}
 	case F_TE:
-		if (has_token(v, vl, "chunked"))
+		if (has_token(v, vl, "chunked", 7))
 			h->chunked = true;
 		break;
 	case F_CONN:
-		if (has_token(v, vl, "upgrade"))
+		if (has_token(v, vl, "upgrade", 7))
 			h->conn_upgrade = true;
 		break;
 	case F_UPGRADE:
@@ -681,19 +714,24 @@ static size_t find_head_end(struct h1_dir *d, const uint8_t *p, size_t n)
  * point in d->scanned if the block is not complete) and, for a complete
  * block, the same fields and *ok as parse_head.
  */
-static size_t scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir, struct h1_head *h,
-			bool *ok)
+static size_t scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir,
+			const struct h1_line *ln, struct h1_head *h, bool *ok)
 {
-	size_t lim = n < H1_MAX_HDR ? n : H1_MAX_HDR, i;
-	const uint8_t *nl = memchr(p, '\n', lim);
+	size_t lim = n < H1_MAX_HDR ? n : H1_MAX_HDR, i = ln->len;
+	const uint8_t *nl;
 
+	/* the start line as parse_start_line finds it: the method ends at the
+	 * first SP, the target at the next, the line at the first '\n' */
 	*ok = true;
-	if (!nl) {
-		d->scanned = lim;
-		return 0;
+	memset(h, 0, sizeof(*h));
+	if (dir == REEL_L7_REQ) {
+		h->method = p;
+		h->method_len = ln->method_len;
+		h->target = p + ln->method_len + 1;
+		h->target_len = ln->target_len;
+	} else {
+		h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	}
-	i = (size_t)(nl - p) + 1;
-	parse_start_line(p, i, dir, h);
 	for (;;) {
 		size_t ll, tl;
 
@@ -777,7 +815,7 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 	e->head_req = h->method_len == 4 && !memcmp(h->method, "HEAD", 4);
 	e->connect_req = h->method_len == 7 && !memcmp(h->method, "CONNECT", 7);
 	e->upgrade_req = h->upgrade && h->conn_upgrade;
-	e->h2c_req = e->upgrade_req && has_token(h->upgrade, h->upgrade_len, "h2c");
+	e->h2c_req = e->upgrade_req && has_token(h->upgrade, h->upgrade_len, "h2c", 3);
 	(void)p;
 	start_body(c, REEL_L7_REQ, h, false, pos + hl);
 	if (d->state == H1_START && (e->upgrade_req || e->connect_req))
@@ -813,7 +851,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	if (h->ctype)
 		e->resp_ct_len = copy_field(e->resp_ct, sizeof(e->resp_ct), h->ctype, h->ctype_len);
 	if (h->status == 101) {
-		bool h2c = h->upgrade && has_token(h->upgrade, h->upgrade_len, "h2c");
+		bool h2c = h->upgrade && has_token(h->upgrade, h->upgrade_len, "h2c", 3);
 		struct h1_dir *rq = &c->d[REEL_L7_REQ];
 
 		if (h2c) {
@@ -844,13 +882,14 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 {
 	struct h1_dir *d = &c->d[dir];
 	struct h1_head h;
+	struct h1_line ln;
 	size_t hl;
 	bool ok;
 
 	/* Stray line ends between messages are allowed (and skipped). */
 	if (p[0] == '\r' || p[0] == '\n')
 		return 1;
-	switch (check_start(p, n, dir)) {
+	switch (start_line(p, n, dir, &ln)) {
 	case MORE:
 		return 0;
 	case NO:
@@ -859,7 +898,7 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 		return 1;
 	}
 	if (!d->scanned) {
-		hl = scan_head(d, p, n, dir, &h, &ok);
+		hl = scan_head(d, p, n, dir, &ln, &h, &ok);
 	} else {
 		hl = find_head_end(d, p, n);
 		ok = hl && parse_head(p, hl, dir, &h);
