@@ -84,12 +84,24 @@ struct rmap_ent {
 	struct run *run;
 };
 
+/* A heap slot: a non-empty run and the timestamp of its first record (most
+ * comparisons end there, without a look into the run). */
+struct hent {
+	uint64_t ts;
+	struct run *r;
+};
+
 struct reel_merge {
 	struct reel_merge_opts o;
 	struct msrc *src;
 	int n;
-	struct run **heap; /* min-heap of non-empty runs by their first record */
+	struct hent *heap; /* min-heap of non-empty runs by their first record */
 	size_t nheap, heap_cap;
+	/* From the sources' state, remade after every pull (nothing else
+	 * changes it): the source to read next (-1: all done, release
+	 * everything) and the top is ripe when its ts < ripe_below. */
+	int pick;
+	uint64_t ripe_below;
 	struct rmap_ent *rmap; /* (file, cpu) -> current run */
 	size_t rmap_cap, rmap_n;
 	struct run *last_run; /* lookup cache */
@@ -124,35 +136,45 @@ static inline struct ment *run_at(const struct run *r, uint32_t i)
 	return &r->e[(r->head + i) & (r->cap - 1)];
 }
 
-static inline bool run_less(const struct run *a, const struct run *b)
+/* Two runs whose first records have the same ts (rare): out of line, so the
+ * heap's loops keep their registers. */
+static __attribute__((noinline)) bool run_tie_less(const struct run *a, const struct run *b)
 {
 	return ent_less(run_at(a, 0), run_at(b, 0));
 }
 
-static void heap_set(struct reel_merge *m, size_t i, struct run *r)
+/* ent_less of the two runs' first records */
+static inline bool hent_less(const struct hent *a, const struct hent *b)
 {
-	m->heap[i] = r;
-	r->hidx = (int)i;
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	return run_tie_less(a->r, b->r);
+}
+
+static inline void heap_set(struct reel_merge *m, size_t i, struct hent h)
+{
+	m->heap[i] = h;
+	h.r->hidx = (int)i;
 }
 
 static void heap_up(struct reel_merge *m, size_t i)
 {
-	struct run *r = m->heap[i];
+	struct hent h = m->heap[i];
 
 	while (i) {
 		size_t p = (i - 1) / 2;
 
-		if (!run_less(r, m->heap[p]))
+		if (!hent_less(&h, &m->heap[p]))
 			break;
 		heap_set(m, i, m->heap[p]);
 		i = p;
 	}
-	heap_set(m, i, r);
+	heap_set(m, i, h);
 }
 
-static void heap_down(struct reel_merge *m, size_t i)
+static inline void heap_down(struct reel_merge *m, size_t i)
 {
-	struct run *r = m->heap[i];
+	struct hent h = m->heap[i];
 	size_t n = m->nheap;
 
 	for (;;) {
@@ -160,28 +182,28 @@ static void heap_down(struct reel_merge *m, size_t i)
 
 		if (l >= n)
 			break;
-		if (l + 1 < n && run_less(m->heap[l + 1], m->heap[l]))
+		if (l + 1 < n && hent_less(&m->heap[l + 1], &m->heap[l]))
 			c = l + 1;
-		if (!run_less(m->heap[c], r))
+		if (!hent_less(&m->heap[c], &h))
 			break;
 		heap_set(m, i, m->heap[c]);
 		i = c;
 	}
-	heap_set(m, i, r);
+	heap_set(m, i, h);
 }
 
 static int heap_push(struct reel_merge *m, struct run *r)
 {
 	if (m->nheap == m->heap_cap) {
 		size_t cap = m->heap_cap ? m->heap_cap * 2 : 64;
-		struct run **nh = realloc(m->heap, cap * sizeof(*nh));
+		struct hent *nh = realloc(m->heap, cap * sizeof(*nh));
 
 		if (!nh)
 			return -ENOMEM;
 		m->heap = nh;
 		m->heap_cap = cap;
 	}
-	heap_set(m, m->nheap++, r);
+	heap_set(m, m->nheap++, (struct hent){run_at(r, 0)->rec.ts_ns, r});
 	heap_up(m, m->nheap - 1);
 	return 0;
 }
@@ -189,14 +211,14 @@ static int heap_push(struct reel_merge *m, struct run *r)
 static void heap_remove(struct reel_merge *m, struct run *r)
 {
 	size_t i = (size_t)r->hidx;
-	struct run *x;
+	struct hent x;
 
 	r->hidx = -1;
 	if (i == --m->nheap)
 		return;
 	x = m->heap[m->nheap];
 	heap_set(m, i, x);
-	if (i && run_less(x, m->heap[(i - 1) / 2]))
+	if (i && hent_less(&x, &m->heap[(i - 1) / 2]))
 		heap_up(m, i);
 	else
 		heap_down(m, i);
@@ -423,7 +445,10 @@ found:
 /* Adds a record to its (file, cpu) run, in (ts, seq) order. */
 static int hold(struct reel_merge *m, const struct ment *e)
 {
-	struct run *r = run_for(m, e->rec.file_idx, e->rec.cpu, false);
+	uint64_t key = (uint64_t)e->rec.file_idx << 32 | e->rec.cpu;
+	struct run *r = m->last_run && m->last_key == key
+				? m->last_run
+				: run_for(m, e->rec.file_idx, e->rec.cpu, false);
 	uint32_t pos;
 
 	if (!r)
@@ -450,6 +475,7 @@ static int hold(struct reel_merge *m, const struct ment *e)
 			return -ENOMEM;
 		}
 	} else if (pos == 0) {
+		m->heap[r->hidx].ts = e->rec.ts_ns;
 		heap_up(m, (size_t)r->hidx);
 	}
 	m->nheld++;
@@ -458,6 +484,43 @@ static int hold(struct reel_merge *m, const struct ment *e)
 
 /* ------------------------------------------------------------------ */
 /* API                                                                 */
+
+/* The source to read next (the one read least far, -1 when all are done)
+ * and the release threshold of the top record: ripe once the window passed
+ * it (lo >= ts && lo - ts >= window, lo the least frontier) or, with
+ * indexes, when it is older than every record still to come (ts < bound).
+ * Only a pull changes what these come from. */
+static inline void limits(struct reel_merge *m)
+{
+	uint64_t lo = UINT64_MAX, bound = UINT64_MAX, below = 0;
+	int pick = -1;
+
+	if (m->n == 1) {
+		if (!m->src[0].done) {
+			pick = 0;
+			lo = m->src[0].frontier;
+			bound = m->src[0].bound;
+		}
+	} else {
+		for (int i = 0; i < m->n; i++) {
+			if (m->src[i].done)
+				continue;
+			if (m->src[i].bound < bound)
+				bound = m->src[i].bound;
+			if (pick < 0 || m->src[i].frontier < lo) {
+				lo = m->src[i].frontier;
+				pick = i;
+			}
+		}
+	}
+	/* window_ns >= 1: lo - window_ns + 1 does not wrap */
+	if (pick >= 0 && lo >= m->o.window_ns)
+		below = lo - m->o.window_ns + 1;
+	if (m->use_bound && bound > below)
+		below = bound;
+	m->pick = pick;
+	m->ripe_below = below;
+}
 
 struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 				   const struct reel_merge_opts *opts)
@@ -513,6 +576,7 @@ struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 		s->bound = s->smin[0];
 	}
 	m->n = n;
+	limits(m);
 	return m;
 nomem:
 	reel_merge__free(m);
@@ -524,7 +588,6 @@ static int pull(struct reel_merge *m, int i)
 {
 	struct msrc *s = &m->src[i];
 	struct reel_reader *r = s->r;
-	struct reel_record rec;
 	struct ment e;
 	int rc;
 
@@ -533,12 +596,12 @@ static int pull(struct reel_merge *m, int i)
 		if (!s->cur)
 			return -ENOMEM;
 	}
-	rc = reel_reader__next_in_block(r, &rec);
+	rc = reel_reader__next_in_block_inl(r, &e.rec);
 	if (!rc) {
 		rc = blk_detach(m, s);
 		if (rc)
 			return rc;
-		rc = reel_reader__next(r, &rec);
+		rc = reel_reader__next(r, &e.rec);
 		/* the reader may have grown its buffer */
 		s->cur->buf = r->buf;
 		s->cur->cap = r->bufcap;
@@ -555,12 +618,11 @@ static int pull(struct reel_merge *m, int i)
 	if (m->use_bound) {
 		/* Records of block b are no older than smin[b]; an index that says
 		 * otherwise is not trusted any more (the window still orders). */
-		if (rec.block >= s->nblk || rec.ts_ns < s->smin[rec.block])
+		if (e.rec.block >= s->nblk || e.rec.ts_ns < s->smin[e.rec.block])
 			m->use_bound = false;
 		else
-			s->bound = s->smin[rec.block];
+			s->bound = s->smin[e.rec.block];
 	}
-	e.rec = rec;
 	e.rec.file_idx = (uint32_t)i;
 	e.seq = s->seq++;
 	e.blk = s->cur;
@@ -568,8 +630,8 @@ static int pull(struct reel_merge *m, int i)
 	if (rc)
 		return rc;
 	blk_ref(m, s->cur);
-	if (rec.ts_ns > s->frontier)
-		s->frontier = rec.ts_ns;
+	if (e.rec.ts_ns > s->frontier)
+		s->frontier = e.rec.ts_ns;
 	return 1;
 }
 
@@ -580,42 +642,39 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 	blk_unref(m, m->out);
 	m->out = NULL;
 	for (;;) {
-		uint64_t lo = UINT64_MAX, bound = UINT64_MAX;
-		int pick = -1, rc;
+		int rc;
 
-		for (int i = 0; i < m->n; i++) {
-			if (m->src[i].done)
-				continue;
-			if (m->src[i].bound < bound)
-				bound = m->src[i].bound;
-			if (pick < 0 || m->src[i].frontier < lo) {
-				lo = m->src[i].frontier;
-				pick = i;
-			}
-		}
 		if (m->nheap) {
-			struct run *r = m->heap[0];
-			struct ment *top = run_at(r, 0);
-			uint64_t ts = top->rec.ts_ns;
-			bool forced =
-				m->nheld >= m->o.max_held || m->held_bytes >= m->o.max_held_bytes;
+			struct run *r = m->heap[0].r;
+			uint64_t ts = m->heap[0].ts;
 			/* Ripe after the window; or sooner when the indexes say nothing
 			 * older can still come: it is the least record held and every
 			 * later one is newer, so the window would release it next too
 			 * (unless a record came later than the window, which the
 			 * window would release out of order): same order, and a
-			 * block or two held instead of the whole window. */
-			bool ripe = pick < 0 || (lo >= ts && lo - ts >= m->o.window_ns) ||
-				    (m->use_bound && ts < bound);
+			 * block or two held instead of the whole window. Or forced. */
+			bool release = ts < m->ripe_below || m->pick < 0 ||
+				       m->nheld >= m->o.max_held ||
+				       m->held_bytes >= m->o.max_held_bytes;
 
-			if (ripe || forced) {
+			if (release) {
+				struct ment *top = run_at(r, 0);
+
 				*rec = top->rec;
 				m->out = top->blk;
 				r->head = (r->head + 1) & (r->cap - 1);
 				r->n--;
 				m->nheld--;
 				if (r->n) {
-					heap_down(m, 0);
+					uint64_t nts = run_at(r, 0)->rec.ts_ns;
+
+					/* still below both children (ts alone decides):
+					 * heap_down would not move it */
+					m->heap[0].ts = nts;
+					if (m->nheap > 1 &&
+					    (nts >= m->heap[1].ts ||
+					     (m->nheap > 2 && nts >= m->heap[2].ts)))
+						heap_down(m, 0);
 				} else {
 					heap_remove(m, r);
 					if (!r->current)
@@ -629,9 +688,10 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 				return 1;
 			}
 		}
-		if (pick < 0)
+		if (m->pick < 0)
 			return 0;
-		rc = pull(m, pick);
+		rc = pull(m, m->pick);
+		limits(m);
 		if (rc < 0)
 			return rc;
 	}
@@ -676,7 +736,7 @@ void reel_merge__free(struct reel_merge *m)
 	 * heap that are no longer current, the current ones (in the map) and
 	 * the free list, each in exactly one of these. */
 	for (size_t i = 0; i < m->nheap; i++) {
-		struct run *r = m->heap[i];
+		struct run *r = m->heap[i].r;
 
 		for (uint32_t k = 0; k < r->n; k++)
 			drop_ref(m, run_at(r, k)->blk);

@@ -80,6 +80,30 @@ struct reel_reader {
  * into it: reel_merge keeps blocks alive that way instead of copying). */
 int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec);
 
+/* The same, inline for the merge's per-record path. */
+static inline int reel_reader__next_in_block_inl(struct reel_reader *r, struct reel_record *rec)
+{
+	while (r->roff < r->blen) {
+		const uint8_t *h = r->buf + r->roff;
+		uint16_t type = rd16(h);
+		uint32_t len = rd32(h + 4);
+
+		r->roff += REEL_REC_HDR_SIZE + reel_pad8(len);
+		if ((type == 0 || type > REEL_REC_MAX_KNOWN) && !r->o.keep_unknown)
+			continue;
+		rec->type = type;
+		rec->flags = rd16(h + 2);
+		rec->cpu = rd32(h + 8);
+		rec->ts_ns = rd64(h + 16);
+		rec->data = h + REEL_REC_HDR_SIZE;
+		rec->len = len;
+		rec->block = r->cur_block;
+		rec->file_idx = 0;
+		return 1;
+	}
+	return 0;
+}
+
 /* The block index when it costs no scan (a footer index that covers every
  * block of a file whose frames come from its seek table): the number of
  * blocks and *out (valid until the reader frees its index), or -1. */
