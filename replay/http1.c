@@ -275,12 +275,13 @@ static void entry_init(struct h1_entry *e)
 	e->host[0] = e->req_ct[0] = e->resp_ct[0] = '\0';
 }
 
-/* Sanitised copy of a header value into one of an entry's text buffers. */
+/* l7_copy_text into one of an entry's buffers (<= 256), returning the length. */
 static uint8_t copy_field(char *dst, size_t dstsz, const uint8_t *v, size_t n)
 {
 	if (n > dstsz - 1)
 		n = dstsz - 1;
-	l7_copy_text(dst, dstsz, v, n);
+	l7_sanitise(dst, v, n);
+	dst[n] = '\0';
 	return (uint8_t)n;
 }
 
@@ -573,28 +574,28 @@ static enum h1_field field_kind(const uint8_t *line, size_t ll, size_t *nl)
  * e in either case (not SP or HT: obsolete line folding)? A cheap filter
  * before parse_field, which decides.
  */
+static const bool field_first[256] = {
+	['c'] = true, ['C'] = true, ['t'] = true, ['T'] = true, ['u'] = true,
+	['U'] = true, ['h'] = true, ['H'] = true, ['e'] = true, ['E'] = true,
+};
+
 static inline bool maybe_field(uint8_t c)
 {
-	unsigned b = (unsigned)(c | 0x20) - 'a';
-
-	return b < 26 && ((1u << ('c' - 'a') | 1u << ('t' - 'a') | 1u << ('u' - 'a') |
-			   1u << ('h' - 'a') | 1u << ('e' - 'a')) >>
-			  b) & 1;
+	return field_first[c];
 }
 
-/* One header line (ll > 0 bytes, line end trimmed); false if the message
- * cannot be framed. */
+/* One header line (ll > 0 bytes, line end trimmed, maybe_field(line[0]));
+ * false if the message cannot be framed. */
 static bool parse_field(const uint8_t *line, size_t ll, struct h1_head *h)
 {
 	size_t nl = 0, vl;
 	const uint8_t *v;
 	enum h1_field k;
 
-	if (line[0] == ' ' || line[0] == '\t')
-		return true; /* obsolete line folding */
 	/* only Content-Length, Content-Type, Connection, Transfer-Encoding,
 	 * Upgrade, Host and Expect are read: the rest (Date, Server, ETag...)
-	 * is skipped without looking for ':' */
+	 * is skipped without looking for ':'; folded lines (SP, HT) never get
+	 * here (maybe_field) */
 	k = field_kind(line, ll, &nl);
 	if (k == F_OTHER)
 		return true;
@@ -718,7 +719,6 @@ static size_t scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir,
 			const struct h1_line *ln, struct h1_head *h, bool *ok)
 {
 	size_t lim = n < H1_MAX_HDR ? n : H1_MAX_HDR, i = ln->len;
-	const uint8_t *nl;
 
 	/* the start line as parse_start_line finds it: the method ends at the
 	 * first SP, the target at the next, the line at the first '\n' */
@@ -733,9 +733,9 @@ static size_t scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir,
 		h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	}
 	for (;;) {
+		const uint8_t *nl = i < lim ? memchr(p + i, '\n', lim - i) : NULL;
 		size_t ll, tl;
 
-		nl = i < lim ? memchr(p + i, '\n', lim - i) : NULL;
 		if (!nl) {
 			/* resume at the '\n' before the unfinished line */
 			d->scanned = i - 1;
@@ -806,8 +806,8 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 	d->in_msg = true;
 	e->t.req_ts = l7_stream_ts(&d->s, pos);
 	e->t.req_stream_pos = pos;
-	l7_copy_text(e->t.method, sizeof(e->t.method), h->method, h->method_len);
-	l7_copy_text(e->t.target, sizeof(e->t.target), h->target, h->target_len);
+	copy_field(e->t.method, sizeof(e->t.method), h->method, h->method_len);
+	copy_field(e->t.target, sizeof(e->t.target), h->target, h->target_len);
 	if (h->host)
 		e->host_len = copy_field(e->host, sizeof(e->host), h->host, h->host_len);
 	if (h->ctype)

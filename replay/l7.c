@@ -269,9 +269,9 @@ static bool printable32(uint32_t x)
 	return !((((x - ones * 0x20) & ~x) | (x + ones) | x) & (ones * 0x80));
 }
 
-/* dst[0, n) = src[0, n) with non-printable bytes replaced by '.'. */
-static void sanitise(char *dst, const uint8_t *p, size_t n)
+void l7_sanitise(char *dst, const void *src, size_t n)
 {
+	const uint8_t *p = src;
 	size_t i = 0;
 
 	/* words while all their bytes are printable, the last one overlapping
@@ -321,7 +321,7 @@ void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n)
 	l = strnlen(dst, dstsz - 1);
 	if (n > dstsz - 1 - l)
 		n = dstsz - 1 - l;
-	sanitise(dst + l, src, n);
+	l7_sanitise(dst + l, src, n);
 	dst[l + n] = '\0';
 }
 
@@ -331,7 +331,7 @@ void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n)
 		return;
 	if (n > dstsz - 1)
 		n = dstsz - 1;
-	sanitise(dst, src, n);
+	l7_sanitise(dst, src, n);
 	dst[n] = '\0';
 }
 

@@ -56,6 +56,8 @@ void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n);
 void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n);
+/* dst[0, n) = src[0, n) with non-printable bytes as '.' (no terminator). */
+void l7_sanitise(char *dst, const void *src, size_t n);
 
 /* Case-insensitive prefix compare of a byte span against a C string. */
 static inline bool l7_span_ieq(const uint8_t *p, size_t n, const char *s)
