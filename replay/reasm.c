@@ -70,8 +70,8 @@ static void hole(struct reasm *r, int dir, uint64_t ts, uint64_t pos, uint64_t l
 }
 
 /* Delivers a chunk starting exactly at r->next. */
-static void deliver(struct reasm *r, const struct reasm_chunk *c, int dir,
-		    const struct reasm_ops *ops, void *ctx)
+static inline void deliver(struct reasm *r, const struct reasm_chunk *c, int dir,
+			   const struct reasm_ops *ops, void *ctx)
 {
 	if (c->cap) {
 		r->data_bytes += c->cap;
@@ -154,29 +154,32 @@ static int hold(struct reasm *r, const struct reasm_chunk *c)
 int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *in,
 	       int dir, const struct reasm_ops *ops, void *ctx)
 {
-	struct reasm_chunk c = *in;
-	int err = 0;
-
-	if (c.pos + c.len <= r->next) {
-		r->dup_bytes += c.len;
-		return 0;
-	}
-	if (c.pos < r->next) {
-		r->dup_bytes += r->next - c.pos;
-		trim_front(&c, r->next - c.pos);
-	}
-	if (c.pos == r->next) {
-		deliver(r, &c, dir, ops, ctx);
-		drain(r, dir, ops, ctx);
+	if (in->pos == r->next && in->len) {
+		/* in order, the common case: delivered as it is */
+		deliver(r, in, dir, ops, ctx);
+		if (r->held)
+			drain(r, dir, ops, ctx);
 	} else {
-		err = hold(r, &c);
-		if (err) {
+		struct reasm_chunk c = *in;
+
+		if (c.pos + c.len <= r->next) {
+			r->dup_bytes += c.len;
+			return 0;
+		}
+		if (c.pos < r->next) {
+			r->dup_bytes += r->next - c.pos;
+			trim_front(&c, r->next - c.pos);
+		}
+		if (c.pos == r->next) {
+			deliver(r, &c, dir, ops, ctx);
+			drain(r, dir, ops, ctx);
+		} else if (hold(r, &c)) {
 			/* Cannot keep it: account the chunk as missing. */
 			hole(r, dir, c.ts, r->next, c.pos + c.len - r->next, REASM_HOLE_GAP, NULL,
 			     ops, ctx);
 			r->next = c.pos + c.len;
 			drain(r, dir, ops, ctx);
-			return err;
+			return -ENOMEM;
 		}
 	}
 	/* Bounds: held bytes, held count, age of the oldest gap. */
