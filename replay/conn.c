@@ -15,11 +15,6 @@ static uint32_t mix(uint64_t x)
 	return (uint32_t)x;
 }
 
-static uint32_t conn_hash(uint32_t host, uint32_t tgid, int32_t fd)
-{
-	return mix(((uint64_t)host << 48) ^ ((uint64_t)tgid << 20) ^ (uint32_t)fd);
-}
-
 int conn_table_init(struct conn_table *t)
 {
 	memset(t, 0, sizeof(*t));

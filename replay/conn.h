@@ -157,6 +157,32 @@ void conn_table_free(struct conn_table *t); /* frees remaining entries' memory o
  * connection of the same (host, tgid, fd) but another ino. */
 struct conn *conn_find(struct conn_table *t, uint32_t host, const struct reel_conn_id *id,
 		       struct conn **same_fd);
+
+static inline uint32_t conn_hash(uint32_t host, uint32_t tgid, int32_t fd)
+{
+	uint64_t x = ((uint64_t)host << 48) ^ ((uint64_t)tgid << 20) ^ (uint32_t)fd;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return (uint32_t)x;
+}
+
+/* conn_find without same_fd, inline for the per-record path: the same
+ * connection. */
+static inline struct conn *conn_lookup(const struct conn_table *t, uint32_t host,
+				       const struct reel_conn_id *id)
+{
+	struct conn *c = t->buckets[conn_hash(host, id->tgid, id->fd) & (t->nbuckets - 1)];
+
+	for (; c; c = c->hnext)
+		if (c->host == host && c->id.tgid == id->tgid && c->id.fd == id->fd &&
+		    c->id.ino == id->ino && !c->tls_parent) /* plaintext: via its parent */
+			return c;
+	return NULL;
+}
 /* Inserts a zeroed new connection; NULL on ENOMEM. */
 struct conn *conn_insert(struct conn_table *t, uint32_t host, const struct reel_conn_id *id);
 /* Unlinks (does not free) c. */

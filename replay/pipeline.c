@@ -246,7 +246,8 @@ static void json_line_sb(struct reel_pipeline *p, const struct reel_sb *sb)
 	json_line(p, p->line, sb->len < p->line_cap ? sb->len : strlen(p->line));
 }
 
-static struct file_info *file_get(struct reel_pipeline *p, uint32_t idx)
+/* Grows the file table for file_get: n is at most MAX_FILES. */
+static __attribute__((noinline)) struct file_info *file_grow(struct reel_pipeline *p, uint32_t idx)
 {
 	if (idx >= MAX_FILES)
 		idx = MAX_FILES - 1;
@@ -264,6 +265,14 @@ static struct file_info *file_get(struct reel_pipeline *p, uint32_t idx)
 		p->nfiles = n;
 	}
 	return &p->files[idx];
+}
+
+static inline struct file_info *file_get(struct reel_pipeline *p, uint32_t idx)
+{
+	/* nfiles <= MAX_FILES: a known file needs no clamp */
+	if (idx < p->nfiles)
+		return &p->files[idx];
+	return file_grow(p, idx);
 }
 
 static uint32_t host_of(struct reel_pipeline *p, uint32_t file_idx)
@@ -312,7 +321,8 @@ static bool is_ip(const struct reel_endpoint *ep)
 	return ep->family == REEL_AF_INET || ep->family == REEL_AF_INET6;
 }
 
-static bool conn_pass_static(const struct reel_pipeline *p, const struct conn *c)
+static __attribute__((noinline)) bool conn_pass_filters(const struct reel_pipeline *p,
+							const struct conn *c)
 {
 	if (!pass_pid(p, c->id.tgid) || !pass_comm(p, c->comm))
 		return false;
@@ -334,7 +344,15 @@ static bool conn_pass_static(const struct reel_pipeline *p, const struct conn *c
 	return true;
 }
 
-static bool conn_pass(const struct reel_pipeline *p, const struct conn *c)
+static inline bool conn_pass_static(const struct reel_pipeline *p, const struct conn *c)
+{
+	/* no --pid, --comm, --conn or --port: every connection passes */
+	if (!p->o.npids && !p->o.ncomms && !p->have_conn_filter && !p->o.nports)
+		return true;
+	return conn_pass_filters(p, c);
+}
+
+static inline bool conn_pass(const struct reel_pipeline *p, const struct conn *c)
 {
 	if (p->o.proto_mask && !(p->o.proto_mask & (1u << c->proto)))
 		return false;
@@ -583,11 +601,11 @@ static bool endpoint_eq(const struct reel_endpoint *a, const struct reel_endpoin
 
 /* A mirror whose twin passes the filters leaves its bytes to the twin's
  * parser, for good: one transaction per exchange, from the twin. */
-static void mirror_defer(struct reel_pipeline *p, struct conn *m)
+static __attribute__((noinline)) void mirror_defer_twin(struct reel_pipeline *p, struct conn *m)
 {
 	struct conn *o = m->twin;
 
-	if (!m->mirror || p->o.each_end || m->l7_off || !o || !conn_pass(p, o))
+	if (p->o.each_end || !o || !conn_pass(p, o))
 		return;
 	m->l7_off = true;
 	m->txns_from = o->serial;
@@ -595,6 +613,12 @@ static void mirror_defer(struct reel_pipeline *p, struct conn *m)
 	o->peer_pid = m->id.tgid;
 	memcpy(o->peer_comm, m->comm, sizeof(o->peer_comm));
 	o->texts_gen++;
+}
+
+static inline void mirror_defer(struct reel_pipeline *p, struct conn *m)
+{
+	if (m->mirror && !m->l7_off)
+		mirror_defer_twin(p, m);
 }
 
 /* Unlinks the two traced ends of a connection. A mirror that has not parsed
@@ -1874,19 +1898,16 @@ static struct conn *conn_new(struct reel_pipeline *p, uint32_t host, const struc
 	return c;
 }
 
-static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
-			     const struct reel_conn_id *id, uint64_t ts, bool create)
+/* conn_get's miss: a new connection (ending one on the same fd). */
+static __attribute__((noinline)) struct conn *conn_get_new(struct reel_pipeline *p,
+							   uint32_t file_idx, uint32_t host,
+							   const struct reel_conn_id *id,
+							   uint64_t ts)
 {
-	uint32_t host = host_of(p, file_idx);
-	struct conn *other, *c = conn_find(&p->ct, host, id, &other);
+	struct conn *other, *c;
 	struct proc_info *pi;
 
-	if (c) {
-		c->file_idx = file_idx;
-		return c;
-	}
-	if (!create)
-		return NULL;
+	conn_find(&p->ct, host, id, &other);
 	if (other)
 		conn_end(p, other, ts, CONN_END_RESET, NULL);
 	c = conn_new(p, host, id, id->ino, file_idx, ts);
@@ -1898,6 +1919,21 @@ static struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 		memcpy(c->exe, pi->exe, sizeof(c->exe));
 	}
 	return c;
+}
+
+static inline struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
+				    const struct reel_conn_id *id, uint64_t ts, bool create)
+{
+	uint32_t host = host_of(p, file_idx);
+	struct conn *c = conn_lookup(&p->ct, host, id);
+
+	if (c) {
+		c->file_idx = file_idx;
+		return c;
+	}
+	if (!create)
+		return NULL;
+	return conn_get_new(p, file_idx, host, id, ts);
 }
 
 /* Flow key of a TLS plaintext stream: its socket's inode with the top bit
