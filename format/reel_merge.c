@@ -113,9 +113,8 @@ struct reel_merge {
 	struct mblk *out; /* block of the record handed out last */
 	uint64_t nheld;
 	uint64_t held_bytes; /* bytes of blocks kept alive by held records */
-	uint64_t last_ts;
-	bool released_any;
-	bool use_bound; /* every source has an index */
+	uint64_t last_ts;    /* newest ts released */
+	bool use_bound;	     /* every source has an index */
 	uint64_t out_of_order;
 	char errmsg[600];
 };
@@ -454,14 +453,19 @@ static int hold(struct reel_merge *m, const struct ment *e)
 	if (!r)
 		return -ENOMEM;
 	pos = r->n;
-	while (pos && run_at(r, pos - 1)->rec.ts_ns > e->rec.ts_ns && r->n - pos < INSERT_BACK)
-		pos--;
 	if (pos && run_at(r, pos - 1)->rec.ts_ns > e->rec.ts_ns) {
-		/* far back: a run of its own (the runs merge by the heap) */
-		r = run_for(m, e->rec.file_idx, e->rec.cpu, true);
-		if (!r)
-			return -ENOMEM;
-		pos = 0;
+		/* older than the run's last record: inserted a little back */
+		do
+			pos--;
+		while (pos && run_at(r, pos - 1)->rec.ts_ns > e->rec.ts_ns &&
+		       r->n - pos < INSERT_BACK);
+		if (pos && run_at(r, pos - 1)->rec.ts_ns > e->rec.ts_ns) {
+			/* far back: a run of its own (the runs merge by the heap) */
+			r = run_for(m, e->rec.file_idx, e->rec.cpu, true);
+			if (!r)
+				return -ENOMEM;
+			pos = 0;
+		}
 	}
 	if (r->n == r->cap && run_grow(r))
 		return -ENOMEM;
@@ -680,11 +684,11 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 					if (!r->current)
 						run_release(m, r);
 				}
-				if (m->released_any && ts < m->last_ts)
+				/* last_ts is 0 before the first */
+				if (ts < m->last_ts)
 					m->out_of_order++;
-				if (!m->released_any || ts > m->last_ts)
+				else
 					m->last_ts = ts;
-				m->released_any = true;
 				return 1;
 			}
 		}
