@@ -2570,16 +2570,14 @@ int reel_pipeline__set_header(struct reel_pipeline *p, uint32_t file_idx,
 	return 0;
 }
 
-int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec)
+/* reel_pipeline__push when the input is not ordered: through the reorder
+ * stage. */
+static __attribute__((noinline)) int push_reorder(struct reel_pipeline *p,
+						  const struct reel_record *rec)
 {
 	struct reel_held *h;
 	int err;
 
-	p->st.records++;
-	if (p->o.ordered) {
-		process(p, rec);
-		return p->err;
-	}
 	err = reel_reorder_push(&p->ro, rec);
 	if (err) {
 		/* Out of memory for holding: process it now, order may suffer. */
@@ -2590,6 +2588,15 @@ int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec)
 		process(p, &h->rec);
 		free(h);
 	}
+	return p->err;
+}
+
+int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec)
+{
+	p->st.records++;
+	if (!p->o.ordered)
+		return push_reorder(p, rec);
+	process(p, rec);
 	return p->err;
 }
 
