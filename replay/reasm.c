@@ -151,41 +151,56 @@ static int hold(struct reasm *r, const struct reasm_chunk *c)
 	return 0;
 }
 
-int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *in,
-	       int dir, const struct reasm_ops *ops, void *ctx)
+/* Bounds: held bytes, held count, age of the oldest gap. */
+static void bound(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *in,
+		  int dir, const struct reasm_ops *ops, void *ctx)
 {
-	if (in->pos == r->next && in->len) {
-		/* in order, the common case: delivered as it is */
-		deliver(r, in, dir, ops, ctx);
-		if (r->held)
-			drain(r, dir, ops, ctx);
-	} else {
-		struct reasm_chunk c = *in;
-
-		if (c.pos + c.len <= r->next) {
-			r->dup_bytes += c.len;
-			return 0;
-		}
-		if (c.pos < r->next) {
-			r->dup_bytes += r->next - c.pos;
-			trim_front(&c, r->next - c.pos);
-		}
-		if (c.pos == r->next) {
-			deliver(r, &c, dir, ops, ctx);
-			drain(r, dir, ops, ctx);
-		} else if (hold(r, &c)) {
-			/* Cannot keep it: account the chunk as missing. */
-			hole(r, dir, c.ts, r->next, c.pos + c.len - r->next, REASM_HOLE_GAP, NULL,
-			     ops, ctx);
-			r->next = c.pos + c.len;
-			drain(r, dir, ops, ctx);
-			return -ENOMEM;
-		}
-	}
-	/* Bounds: held bytes, held count, age of the oldest gap. */
 	while (r->held && (r->held_bytes > lim->max_bytes || r->nheld > lim->max_segs ||
 			   (lim->hold_ns && in->ts > r->held->c.ts + lim->hold_ns)))
 		gap_to_first(r, dir, ops, ctx);
+}
+
+static __attribute__((noinline)) int push_slow(struct reasm *r, const struct reasm_limits *lim,
+					       const struct reasm_chunk *in, int dir,
+					       const struct reasm_ops *ops, void *ctx)
+{
+	struct reasm_chunk c = *in;
+
+	if (c.pos + c.len <= r->next) {
+		r->dup_bytes += c.len;
+		return 0;
+	}
+	if (c.pos < r->next) {
+		r->dup_bytes += r->next - c.pos;
+		trim_front(&c, r->next - c.pos);
+	}
+	if (c.pos == r->next) {
+		deliver(r, &c, dir, ops, ctx);
+		drain(r, dir, ops, ctx);
+	} else if (hold(r, &c)) {
+		/* Cannot keep it: account the chunk as missing. */
+		hole(r, dir, c.ts, r->next, c.pos + c.len - r->next, REASM_HOLE_GAP, NULL, ops,
+		     ctx);
+		r->next = c.pos + c.len;
+		drain(r, dir, ops, ctx);
+		return -ENOMEM;
+	}
+	bound(r, lim, in, dir, ops, ctx);
+	return 0;
+}
+
+int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *in,
+	       int dir, const struct reasm_ops *ops, void *ctx)
+{
+	if (in->pos != r->next || !in->len || r->held)
+		return push_slow(r, lim, in, dir, ops, ctx);
+	/* in order with nothing held, the common case: delivered as it is (a
+	 * callback does not hold anything, but if it did, as push_slow) */
+	deliver(r, in, dir, ops, ctx);
+	if (r->held) {
+		drain(r, dir, ops, ctx);
+		bound(r, lim, in, dir, ops, ctx);
+	}
 	return 0;
 }
 
