@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define OUT_BUF (1u << 20)
 
@@ -58,6 +61,7 @@ struct reel_pcapng {
 	/* with q: the packets of each of its buffers still without a checksum,
 	 * and those of a flush's rest on their way to the next buffer */
 	struct csum_list later[OUT_NBUFS], spill;
+	struct csum_list *cur; /* with q: later[] of the buffer being filled */
 };
 
 static bool csum_reserve(struct csum_list *l, size_t more)
@@ -116,6 +120,7 @@ static void csum_take_spill(struct reel_pcapng *w)
 {
 	struct csum_list *l = &w->later[reel_outq__slot(w->q)];
 
+	w->cur = l;
 	l->n = 0;
 	if (!w->spill.n)
 		return;
@@ -256,8 +261,10 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 	}
 	/* four buffers: the thread writes one while the pipeline fills another */
 	w->q = reel_outq__new(w->fd, OUT_BUF + BLK_CAP, OUT_NBUFS);
-	if (w->q)
+	if (w->q) {
 		reel_outq__set_prep(w->q, csum_fill, w);
+		w->cur = &w->later[reel_outq__slot(w->q)];
+	}
 	w->buf = w->q ? reel_outq__buf(w->q) : malloc(OUT_BUF + BLK_CAP);
 	if (!w->buf) {
 		close(w->fd);
@@ -286,45 +293,46 @@ uint8_t *reel_pcapng__reserve(struct reel_pcapng *w)
 	return w->buf + w->len + EPB_HDR;
 }
 
-static inline uint8_t *opt_put(uint8_t *q, uint16_t code, const void *v, size_t len)
+/* The EPB around the packet reserve() returned: options as opt_add would lay
+ * them out (they always fit: 8 + 12 + 1028), the comment's clen bytes (at
+ * most 1024 kept) given. */
+static inline int commit_epb(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			     uint32_t pid, uint32_t tid, const char *comment, size_t clen)
 {
-	size_t pad = (4 - (len & 3)) & 3;
-	uint16_t h[2] = {code, (uint16_t)len};
-
-	memcpy(q, h, 4);
-	memcpy(q + 4, v, len);
-	memset(q + 4 + len, 0, pad);
-	return q + 4 + len + pad;
-}
-
-int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			uint32_t pid, uint32_t tid, const char *comment)
-{
-	uint8_t *b = w->buf + w->len, *q;
+	static const uint32_t zero;
+	uint8_t *b = w->buf + w->len, *q = b + EPB_HDR + len, *o;
 	uint32_t h[7] = {6, 0, 0, (uint32_t)(real_ns >> 32), (uint32_t)real_ns, len, len};
-	size_t pad = (4 - (len & 3)) & 3;
 	uint32_t total;
 
-	if (len > BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3)
-		return -E2BIG;
-	q = b + EPB_HDR + len;
-	memset(q, 0, pad);
-	q += pad;
-	/* options as opt_add would lay them out (they always fit: 8 + 12 + 1028) */
-	if (dir)
-		q = opt_put(q, 2, &dir, 4);
+	/* the padding: 4 zero bytes, whatever is past it written over */
+	memcpy(q, &zero, 4);
+	q += (4 - (len & 3)) & 3;
+	o = q;
+	if (dir) {
+		uint16_t oh[2] = {2, 4};
+
+		memcpy(q, oh, 4);
+		memcpy(q + 4, &dir, 4);
+		q += 8;
+	}
 	if (pid || tid) {
-		uint32_t pt[2] = {pid, tid};
+		uint16_t oh[2] = {8, 8};
 
-		q = opt_put(q, 8, pt, 8);
+		memcpy(q, oh, 4);
+		memcpy(q + 4, &pid, 4);
+		memcpy(q + 8, &tid, 4);
+		q += 12;
 	}
-	if (comment && *comment) {
-		size_t n = strnlen(comment, 1024);
+	if (clen) {
+		uint16_t oh[2] = {1, (uint16_t)(clen < 1024 ? clen : 1024)};
 
-		q = opt_put(q, 1, comment, n);
+		memcpy(q, oh, 4);
+		memcpy(q + 4, comment, oh[1]);
+		memcpy(q + 4 + oh[1], &zero, 4);
+		q += 4 + ((oh[1] + 3u) & ~3u);
 	}
-	if (q != b + EPB_HDR + len + pad) {
-		memset(q, 0, 4);
+	if (q != o) {
+		memcpy(q, &zero, 4);
 		q += 4;
 	}
 	total = (uint32_t)(q - b) + 4;
@@ -335,22 +343,39 @@ int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, u
 	return w->err;
 }
 
+#define PKT_MAX (BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3)
+
+static size_t comment_len(const char *comment)
+{
+	return comment && *comment ? strnlen(comment, 1024) : 0;
+}
+
+int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			uint32_t pid, uint32_t tid, const char *comment)
+{
+	if (len > PKT_MAX)
+		return -E2BIG;
+	return commit_epb(w, real_ns, len, dir, pid, tid, comment, comment_len(comment));
+}
+
 bool reel_pcapng__csum_later(const struct reel_pcapng *w)
 {
 	return w && w->q;
 }
 
-int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			       uint32_t pid, uint32_t tid, const char *comment)
+int reel_pcapng__commit_len(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			    uint32_t pid, uint32_t tid, const char *comment, size_t clen,
+			    bool nocsum)
 {
-	struct csum_list *l;
-	uint8_t *pkt = w->buf + w->len + EPB_HDR;
+	if (clen == REEL_PCAPNG_STRLEN)
+		clen = comment_len(comment);
+	if (nocsum) {
+		struct csum_list *l = w->cur;
+		uint8_t *pkt = w->buf + w->len + EPB_HDR;
 
-	if (!w->q || len > BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3) {
-		reel_pkt_csum(pkt, len);
-	} else {
-		l = &w->later[reel_outq__slot(w->q)];
-		if (csum_reserve(l, 1)) {
+		if (!l || len > PKT_MAX) {
+			reel_pkt_csum(pkt, len);
+		} else if (l->n < l->cap || csum_reserve(l, 1)) {
 			l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);
 			l->pkt[l->n][1] = len;
 			l->n++;
@@ -358,13 +383,22 @@ int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t
 			reel_pkt_csum(pkt, len);
 		}
 	}
-	return reel_pcapng__commit(w, real_ns, len, dir, pid, tid, comment);
+	if (len > PKT_MAX)
+		return -E2BIG;
+	return commit_epb(w, real_ns, len, dir, pid, tid, comment, clen);
+}
+
+int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			       uint32_t pid, uint32_t tid, const char *comment)
+{
+	return reel_pcapng__commit_len(w, real_ns, len, dir, pid, tid, comment, REEL_PCAPNG_STRLEN,
+				       true);
 }
 
 int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
 			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment)
 {
-	if (len > BLK_CAP - EPB_HDR - OPT_MAX - 4 - 3)
+	if (len > PKT_MAX)
 		return -E2BIG;
 	memcpy(reel_pcapng__reserve(w), pkt, len);
 	return reel_pcapng__commit(w, real_ns, len, dir, pid, tid, comment);
@@ -527,6 +561,46 @@ static uint64_t csum_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t s
 	return csum_add(sum + s0 + s1 + s2 + s3, src, n);
 }
 
+#ifdef __SSE2__
+/* csum_add for long spans, 64 bytes a round: each 16-bit word biased to a
+ * signed one (w ^ 0x8000 is w - 32768) and pairs summed into 32-bit lanes
+ * by pmaddwd; the bias comes back at the end. Any grouping of the words
+ * gives the same one's complement sum. */
+static uint64_t csum_wide(uint64_t sum, const uint8_t *p, size_t n)
+{
+	const __m128i bias = _mm_set1_epi16((short)0x8000), one = _mm_set1_epi16(1);
+
+	while (n >= 64) {
+		/* a lane takes at most 4 x 65536 in magnitude a round: after
+		 * 4096 rounds, 2^30 */
+		size_t rounds = n / 64 < 4096 ? n / 64 : 4096;
+		__m128i s0 = _mm_setzero_si128();
+		int32_t l[4];
+		int64_t t;
+
+		n -= rounds * 64;
+		sum += (uint64_t)rounds * 32 * 32768;
+		while (rounds--) {
+			__m128i a = _mm_loadu_si128((const __m128i *)p);
+			__m128i b = _mm_loadu_si128((const __m128i *)(p + 16));
+			__m128i c = _mm_loadu_si128((const __m128i *)(p + 32));
+			__m128i d = _mm_loadu_si128((const __m128i *)(p + 48));
+
+			a = _mm_madd_epi16(_mm_xor_si128(a, bias), one);
+			b = _mm_madd_epi16(_mm_xor_si128(b, bias), one);
+			c = _mm_madd_epi16(_mm_xor_si128(c, bias), one);
+			d = _mm_madd_epi16(_mm_xor_si128(d, bias), one);
+			s0 = _mm_add_epi32(s0,
+					   _mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d)));
+			p += 64;
+		}
+		_mm_storeu_si128((__m128i *)l, s0);
+		t = (int64_t)l[0] + l[1] + l[2] + l[3];
+		sum += (uint64_t)t;
+	}
+	return csum_add(sum, p, n);
+}
+#else
 /* csum_add with four independent sums, for long spans. */
 static uint64_t csum_wide(uint64_t sum, const uint8_t *p, size_t n)
 {
@@ -548,80 +622,79 @@ static uint64_t csum_wide(uint64_t sum, const uint8_t *p, size_t n)
 	}
 	return csum_add(sum + s0 + s1 + s2 + s3, p, n);
 }
+#endif
 
-static uint16_t csum_fold(uint64_t sum)
+/* The end-around-carry fold, without a loop: each step keeps the value
+ * modulo 0xffff and nonzero if it was. */
+static inline uint16_t csum_fold(uint64_t sum)
 {
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;
 }
 
-static inline size_t pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
-			       const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
-			       uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen,
-			       bool l4csum)
+static inline __attribute__((always_inline)) size_t
+pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src, const struct reel_pkt_ep *dst,
+	  int l4, uint32_t seq, uint32_t ack, uint8_t tcpflags, uint16_t ipid,
+	  const uint8_t *payload, size_t plen, bool l4csum)
 {
 	size_t iph = src->v6 ? 40 : 20, l4h = l4 == 17 ? 8 : 20;
 	size_t total = iph + l4h + plen;
 	uint8_t *t = buf + iph;
-	uint64_t sum;
-	uint16_t c, l4len = (uint16_t)(l4h + plen);
+	uint64_t sum = 0;
+	uint32_t l4len = (uint32_t)(l4h + plen), w[5];
+	uint16_t c;
 
 	if (total > cap || plen > reel_pkt_mss(src->v6, l4))
 		return 0;
+	/* the headers a 32-bit word at a time, in network order */
 	if (src->v6) {
-		uint32_t vtc = htonl(6u << 28);
-
-		memcpy(buf, &vtc, 4);
-		buf[4] = (uint8_t)(l4len >> 8);
-		buf[5] = (uint8_t)l4len;
-		buf[6] = (uint8_t)l4;
-		buf[7] = 64;
+		w[0] = htonl(6u << 28);
+		w[1] = htonl(l4len << 16 | (uint32_t)l4 << 8 | 64);
+		memcpy(buf, w, 8);
 		memcpy(buf + 8, src->addr, 16);
 		memcpy(buf + 24, dst->addr, 16);
-		sum = csum_add(0, buf + 8, 32);
+		if (l4csum)
+			sum = csum_add(0, buf + 8, 32);
 	} else {
-		buf[0] = 0x45;
-		buf[1] = 0;
-		buf[2] = (uint8_t)(total >> 8);
-		buf[3] = (uint8_t)total;
-		buf[4] = (uint8_t)(ipid >> 8);
-		buf[5] = (uint8_t)ipid;
-		buf[6] = 0x40; /* DF */
-		buf[7] = 0;
-		buf[8] = 64;
-		buf[9] = (uint8_t)l4;
-		buf[10] = buf[11] = 0;
-		memcpy(buf + 12, src->addr, 4);
-		memcpy(buf + 16, dst->addr, 4);
-		c = csum_fold(csum_add(0, buf, 20));
+		uint32_t a, b;
+
+		memcpy(&a, src->addr, 4);
+		memcpy(&b, dst->addr, 4);
+		w[0] = htonl(0x45000000u | (uint32_t)total);
+		w[1] = htonl((uint32_t)ipid << 16 | 0x4000); /* DF */
+		w[2] = htonl(64u << 24 | (uint32_t)l4 << 16);
+		w[3] = a;
+		w[4] = b;
+		c = csum_fold((uint64_t)w[0] + w[1] + w[2] + a + b);
+		memcpy(buf, w, 20);
 		memcpy(buf + 10, &c, 2);
-		sum = csum_add(0, buf + 12, 8);
+		sum = (uint64_t)a + b;
 	}
-	sum += htons((uint16_t)l4) + htons(l4len);
+	sum += htons((uint16_t)l4) + htons((uint16_t)l4len);
 
-	memcpy(t, &src->port, 2);
-	memcpy(t + 2, &dst->port, 2);
-	if (l4 == 17) {
-		t[4] = (uint8_t)(l4len >> 8);
-		t[5] = (uint8_t)l4len;
-		t[6] = t[7] = 0;
-	} else {
-		uint32_t s = htonl(seq), a = htonl(ack);
-		uint16_t win = htons(65535);
+	{
+		uint32_t h[5];
 
-		memcpy(t + 4, &s, 4);
-		memcpy(t + 8, &a, 4);
-		t[12] = 5 << 4;
-		t[13] = tcpflags;
-		memcpy(t + 14, &win, 2);
-		t[16] = t[17] = t[18] = t[19] = 0;
+		memcpy(&h[0], &src->port, 2);
+		memcpy((uint8_t *)&h[0] + 2, &dst->port, 2);
+		if (l4 == 17) {
+			h[1] = htonl(l4len << 16);
+			memcpy(t, h, 8);
+		} else {
+			h[1] = htonl(seq);
+			h[2] = htonl(ack);
+			h[3] = htonl(0x5000ffffu | (uint32_t)tcpflags << 16); /* window 65535 */
+			h[4] = 0;
+			memcpy(t, h, 20);
+		}
 	}
 	if (!l4csum) {
 		/* reel_pkt_csum() fills the field in later */
 		if (plen)
 			memcpy(t + l4h, payload, plen);
-		t[l4 == 17 ? 6 : 16] = t[l4 == 17 ? 7 : 17] = 0;
 		return total;
 	}
 	sum = csum_add(sum, t, l4h);

@@ -49,6 +49,13 @@ int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, u
 bool reel_pcapng__csum_later(const struct reel_pcapng *w);
 int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
 			       uint32_t pid, uint32_t tid, const char *comment);
+/* commit (nocsum false) or commit_nocsum with the comment's length given:
+ * clen bytes of comment, without a NUL among them (at most 1024 are kept), or
+ * REEL_PCAPNG_STRLEN to measure it as commit does. */
+#define REEL_PCAPNG_STRLEN ((size_t)-1)
+int reel_pcapng__commit_len(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
+			    uint32_t pid, uint32_t tid, const char *comment, size_t clen,
+			    bool nocsum);
 /* Flushes and closes; returns the first write error (0 if none). NULL ok. */
 int reel_pcapng__close(struct reel_pcapng *w);
 

@@ -751,13 +751,14 @@ static void tuple_release(struct reel_pipeline *p, struct flow *fl)
 	fl->owns_tuple = false;
 }
 
-static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
-		      uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack,
-		      const uint8_t *data, size_t len, const char *comment, uint32_t tid,
-		      const struct reel_endpoint *peer)
+/* One packet of the flow; the comment's length clen (or REEL_PCAPNG_STRLEN). */
+static void flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
+			uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq,
+			uint32_t ack, const uint8_t *data, size_t len, const char *comment,
+			size_t clen, uint32_t tid, const struct reel_endpoint *peer)
 {
-	struct reel_pkt_ep remote = fl->ep[1];
-	const struct reel_pkt_ep *src, *dst;
+	struct reel_pkt_ep remote;
+	const struct reel_pkt_ep *src = &fl->ep[0], *dst = &fl->ep[1];
 	uint8_t *pkt;
 	size_t n;
 	uint64_t real;
@@ -765,17 +766,29 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 
 	if (fl->mirror_of)
 		return;
-	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == fl->ep[0].v6)
+	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == fl->ep[0].v6) {
 		ep_from(&remote, peer);
-	src = dir == REEL_DIR_EGRESS ? &fl->ep[0] : &remote;
-	dst = dir == REEL_DIR_EGRESS ? &remote : &fl->ep[0];
-	/* built in place in the pcapng writer's buffer: no copy of the packet */
-	pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
-	/* alone, the pcapng writer's thread fills in the TCP/UDP checksum */
-	later = p->png && !p->pcw && !p->have_bpf && reel_pcapng__csum_later(p->png);
-	n = (later ? reel_pkt_build_nocsum : reel_pkt_build)(pkt, REEL_PCAPNG_MAX_PKT, src, dst,
-							     stream ? 6 : 17, seq, ack, flags,
-							     fl->ipid[dir]++, data, len);
+		dst = &remote;
+	}
+	if (dir != REEL_DIR_EGRESS) {
+		const struct reel_pkt_ep *x = src;
+
+		src = dst;
+		dst = x;
+	}
+	/* built in place in the pcapng writer's buffer: no copy of the packet;
+	 * alone, the pcapng writer fills in the TCP/UDP checksum (in its thread
+	 * when it has one, else at the commit) */
+	later = p->png && !p->pcw && !p->have_bpf;
+	if (later) {
+		pkt = reel_pcapng__reserve(p->png);
+		n = reel_pkt_build_nocsum(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq,
+					  ack, flags, fl->ipid[dir]++, data, len);
+	} else {
+		pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
+		n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack,
+				   flags, fl->ipid[dir]++, data, len);
+	}
 	if (!n)
 		return;
 	if (p->have_bpf) {
@@ -788,10 +801,10 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 	if (p->pcw)
 		reel_pcapw__packet(p->pcw, real, pkt, (uint32_t)n);
 	if (p->png) {
-		int e = (later ? reel_pcapng__commit_nocsum : reel_pcapng__commit)(
-			p->png, real, (uint32_t)n,
-			dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT : REEL_EPB_DIR_IN, pid, tid,
-			comment);
+		int e = reel_pcapng__commit_len(p->png, real, (uint32_t)n,
+						dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
+								       : REEL_EPB_DIR_IN,
+						pid, tid, comment, clen, later);
 
 		if (e && !p->err)
 			p->err = e;
@@ -799,12 +812,22 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 	p->st.packets++;
 }
 
+static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
+		      uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack,
+		      const uint8_t *data, size_t len, const char *comment, uint32_t tid,
+		      const struct reel_endpoint *peer)
+{
+	flow_emit_n(p, fl, stream, file_idx, pid, dir, ts, flags, seq, ack, data, len, comment,
+		    REEL_PCAPNG_STRLEN, tid, peer);
+}
+
 static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
 		       uint32_t seq, uint32_t ack, const uint8_t *data, size_t len,
-		       const char *comment, uint32_t tid, const struct reel_endpoint *peer)
+		       const char *comment, size_t clen, uint32_t tid,
+		       const struct reel_endpoint *peer)
 {
-	flow_emit(p, c->fl, stream_like(c), c->file_idx, c->id.tgid, dir, ts, flags, seq, ack, data,
-		  len, comment, tid, peer);
+	flow_emit_n(p, c->fl, stream_like(c), c->file_idx, c->id.tgid, dir, ts, flags, seq, ack,
+		    data, len, comment, clen, tid, peer);
 }
 
 /* Takes the pending notes of `dir` (and the first-packet note) into sb. */
@@ -906,12 +929,12 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 			"%sreel: handshake synthesized (connection seen first on data, role %s)",
 			sb.len ? "; " : "",
 			c->role == REEL_ROLE_SERVER ? "server (inferred)" : "client (inferred)");
-	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->fl->isn[cd], 0, NULL, 0, sb.len ? note : NULL, 0,
-		   NULL);
+	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->fl->isn[cd], 0, NULL, 0, sb.len ? note : NULL,
+		   REEL_PCAPNG_STRLEN, 0, NULL);
 	synth_emit(p, c, sd, t, REEL_TCP_SYN | REEL_TCP_ACK, c->fl->isn[sd], c->fl->isn[cd] + 1,
-		   NULL, 0, NULL, 0, NULL);
+		   NULL, 0, NULL, 0, 0, NULL);
 	synth_emit(p, c, cd, t, REEL_TCP_ACK, c->fl->isn[cd] + 1, c->fl->isn[sd] + 1, NULL, 0, NULL,
-		   0, NULL);
+		   0, 0, NULL);
 }
 
 /* A datagram both traced ends saw (client sendto, server recvfrom) would be
@@ -1006,6 +1029,7 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	char note[1024];
 	struct reel_sb sb;
 	uint32_t mss;
+	size_t clen;
 	int od = !dir;
 
 	/* the other traced end's flow holds these bytes: nothing to write */
@@ -1020,19 +1044,21 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	if (sb.len)
 		reel_sb_puts(&sb, "; ");
 	put_packet_note(&sb, c, dir, ch);
+	/* the text is made of NUL-free strings: its length, unless truncated */
+	clen = sb.len < sizeof(note) ? sb.len : strlen(note);
 	for (uint32_t off = 0; off < ch->cap;) {
 		uint32_t n = ch->cap - off < mss ? ch->cap - off : mss;
 
 		synth_emit(p, c, dir, ch->ts,
 			   REEL_TCP_ACK | (off + n == ch->cap ? REEL_TCP_PSH : 0),
 			   seq_at(c, dir, ch->pos + off), seq_at(c, od, c->rs[od].next),
-			   ch->data + off, n, off ? NULL : note, ch->tid,
+			   ch->data + off, n, off ? NULL : note, off ? 0 : clen, ch->tid,
 			   ch->flags & REEL_DATAF_HAS_PEER ? &ch->peer : NULL);
 		off += n;
 	}
 	if (stream_like(c))
 		synth_emit(p, c, od, ch->ts, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
-			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, NULL);
+			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, 0, NULL);
 }
 
 static uint32_t flow_hash(uint32_t host, uint64_t ino)
