@@ -572,6 +572,10 @@ static int load_block_dec(const struct reel_reader *r, struct reel_blkdec *d,
 
 		if (rc)
 			BLKERR(rc, "%s", cerr);
+		if (!st) { /* the decoder validated every record length */
+			*out_len = cs;
+			return 0;
+		}
 	}
 	if (st)
 		reel_blkstat_reset(st);
