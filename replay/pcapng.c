@@ -721,6 +721,33 @@ size_t reel_pkt_build_nocsum(uint8_t *buf, size_t cap, const struct reel_pkt_ep 
 	return pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen, false);
 }
 
+size_t reel_pcapng__put_nocsum(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err)
+{
+	struct csum_list *l;
+	uint8_t *pkt;
+	size_t n;
+
+	if (w->len >= FLUSH_AT)
+		flush_part(w, true);
+	pkt = w->buf + w->len + EPB_HDR;
+	n = pkt_build(pkt, REEL_PCAPNG_MAX_PKT, s->src, s->dst, s->l4, s->seq, s->ack, s->tcpflags,
+		      s->ipid, s->payload, s->plen, false);
+	if (!n)
+		return 0;
+	/* n <= 65535 + 40: within PKT_MAX */
+	l = w->cur;
+	if (l && (l->n < l->cap || csum_reserve(l, 1))) {
+		l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);
+		l->pkt[l->n][1] = (uint32_t)n;
+		l->n++;
+	} else {
+		reel_pkt_csum(pkt, n);
+	}
+	*err = commit_epb(w, s->real_ns, (uint32_t)n, s->dir, s->pid, s->tid, s->comment,
+			  s->clen == REEL_PCAPNG_STRLEN ? comment_len(s->comment) : s->clen);
+	return n;
+}
+
 void reel_pkt_csum(uint8_t *pkt, size_t len)
 {
 	size_t iph, l4len;

@@ -101,6 +101,24 @@ size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 size_t reel_pkt_build_nocsum(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 			     const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
 			     uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen);
+/* One synthesized packet as reel_pkt_build_nocsum() takes it, and its EPB
+ * as reel_pcapng__commit_len() does. */
+struct reel_pkt_spec {
+	const struct reel_pkt_ep *src, *dst;
+	const uint8_t *payload;
+	size_t plen;
+	const char *comment;
+	size_t clen; /* or REEL_PCAPNG_STRLEN */
+	uint64_t real_ns;
+	uint32_t seq, ack, dir, pid, tid;
+	uint16_t ipid;
+	uint8_t tcpflags;
+	uint8_t l4;
+};
+/* reserve, reel_pkt_build_nocsum and commit_len(nocsum) in one call:
+ * returns the packet's length (0: not built, nothing written) and the
+ * writer's error in *err. */
+size_t reel_pcapng__put_nocsum(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err);
 /* Computes and stores the TCP/UDP checksum of a packet reel_pkt_build*()
  * made (len bytes); leaves other packets alone. */
 void reel_pkt_csum(uint8_t *pkt, size_t len);

@@ -751,18 +751,19 @@ static void tuple_release(struct reel_pipeline *p, struct flow *fl)
 	fl->owns_tuple = false;
 }
 
-/* One packet of the flow; the comment's length clen (or REEL_PCAPNG_STRLEN). */
-static void flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
-			uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq,
-			uint32_t ack, const uint8_t *data, size_t len, const char *comment,
-			size_t clen, uint32_t tid, const struct reel_endpoint *peer)
+/* One packet of the flow; the comment's length clen (or REEL_PCAPNG_STRLEN).
+ * Inline: its callers pass constants, and a call would pass 16 arguments. */
+static inline __attribute__((always_inline)) void
+flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx, uint32_t pid,
+	    int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack, const uint8_t *data,
+	    size_t len, const char *comment, size_t clen, uint32_t tid,
+	    const struct reel_endpoint *peer)
 {
 	struct reel_pkt_ep remote;
 	const struct reel_pkt_ep *src = &fl->ep[0], *dst = &fl->ep[1];
 	uint8_t *pkt;
 	size_t n;
 	uint64_t real;
-	bool later;
 
 	if (fl->mirror_of)
 		return;
@@ -778,17 +779,37 @@ static void flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, u
 	}
 	/* built in place in the pcapng writer's buffer: no copy of the packet;
 	 * alone, the pcapng writer fills in the TCP/UDP checksum (in its thread
-	 * when it has one, else at the commit) */
-	later = p->png && !p->pcw && !p->have_bpf;
-	if (later) {
-		pkt = reel_pcapng__reserve(p->png);
-		n = reel_pkt_build_nocsum(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq,
-					  ack, flags, fl->ipid[dir]++, data, len);
-	} else {
-		pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
-		n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack,
-				   flags, fl->ipid[dir]++, data, len);
+	 * when it has one, else as it writes the block) */
+	if (p->png && !p->pcw && !p->have_bpf) {
+		struct reel_pkt_spec s = {
+			.src = src,
+			.dst = dst,
+			.payload = data,
+			.plen = len,
+			.comment = comment,
+			.clen = clen,
+			.real_ns = real_ns(p, file_idx, ts),
+			.seq = seq,
+			.ack = ack,
+			.dir = dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT : REEL_EPB_DIR_IN,
+			.pid = pid,
+			.tid = tid,
+			.ipid = fl->ipid[dir]++,
+			.tcpflags = flags,
+			.l4 = stream ? 6 : 17,
+		};
+		int e = 0;
+
+		if (!reel_pcapng__put_nocsum(p->png, &s, &e))
+			return;
+		if (e && !p->err)
+			p->err = e;
+		p->st.packets++;
+		return;
 	}
+	pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
+	n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack, flags,
+			   fl->ipid[dir]++, data, len);
 	if (!n)
 		return;
 	if (p->have_bpf) {
@@ -804,7 +825,7 @@ static void flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, u
 		int e = reel_pcapng__commit_len(p->png, real, (uint32_t)n,
 						dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
 								       : REEL_EPB_DIR_IN,
-						pid, tid, comment, clen, later);
+						pid, tid, comment, clen, false);
 
 		if (e && !p->err)
 			p->err = e;
@@ -821,10 +842,10 @@ static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uin
 		    REEL_PCAPNG_STRLEN, tid, peer);
 }
 
-static void synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
-		       uint32_t seq, uint32_t ack, const uint8_t *data, size_t len,
-		       const char *comment, size_t clen, uint32_t tid,
-		       const struct reel_endpoint *peer)
+static inline __attribute__((always_inline)) void
+synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
+	   uint32_t seq, uint32_t ack, const uint8_t *data, size_t len, const char *comment,
+	   size_t clen, uint32_t tid, const struct reel_endpoint *peer)
 {
 	flow_emit_n(p, c->fl, stream_like(c), c->file_idx, c->id.tgid, dir, ts, flags, seq, ack,
 		    data, len, comment, clen, tid, peer);
