@@ -386,6 +386,19 @@ static void plan_make(const struct reel_coding *c, struct plan *pl)
 	pl->ok = c->nfields > 0;
 }
 
+/* memcpy for the few bytes before a column field: mostly 8 to 16 */
+static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n)
+{
+	if (n >= 8 && n <= 16) {
+		uint64_t a = rd64(s), b = rd64(s + n - 8);
+
+		wr64(d, a);
+		wr64(d + n - 8, b);
+	} else {
+		memcpy(d, s, n);
+	}
+}
+
 typedef uint32_t v4u32 __attribute__((vector_size(16)));
 
 /* The masked pass over the first words of a record (w, in place) against
@@ -430,6 +443,32 @@ static inline void decode_field(const struct reel_coding *c, struct planes *pl, 
 	if (predict(f, ts, ref, reflen, &pred))
 		v += pred;
 	wrw(p + f->off, f->width, v);
+}
+
+/* decode_field for the common record (see struct plan): its reference holds
+ * every field and addend, so every field has a prediction. */
+static inline void decode_common(const struct reel_coding *c, struct planes *pl, unsigned k,
+				 uint8_t *p, uint64_t ts, const uint8_t *ref)
+{
+	const struct reel_coding_field *f = &c->fields[k];
+	unsigned w = f->width;
+	uint64_t v;
+
+	if (f->op & REEL_CODE_COLUMN)
+		v = plane_get(pl->base[k], pl->cnt[k], pl->pos[k]++, w);
+	else
+		v = rdw(p + f->off, w);
+	switch (f->op & ~REEL_CODE_COLUMN) {
+	case REEL_CODE_TS:
+		v += ts;
+		break;
+	case REEL_CODE_ADVANCE:
+		v += rdw(ref + f->aux_off, f->aux_width);
+		/* fall through */
+	default: /* REEL_CODE_DELTA */
+		v += rdw(ref + f->off, w);
+	}
+	wrw(p + f->off, w, v);
 }
 
 /* Field k of record p coded: to its column, or in place at body + at. */
@@ -666,7 +705,7 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 
 			if ((uint32_t)f->off + f->width > rlen)
 				break;
-			memcpy(p + cur, in + bp, f->off - cur);
+			copy_short(p + cur, in + bp, f->off - cur);
 			bp += f->off - cur;
 			cur = f->off + f->width;
 		}
@@ -677,7 +716,7 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 			 * other fields add 0), then the other fields */
 			plan_words(&fp, p, ref, true);
 			for (unsigned j = 0; j < fp.nspec; j++)
-				decode_field(c, &pl, fp.spec[j], p, ts, ref, reflen);
+				decode_common(c, &pl, fp.spec[j], p, ts, ref);
 			continue;
 		}
 		for (unsigned k = 0; k < nf; k++) {
