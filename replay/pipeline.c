@@ -1044,8 +1044,8 @@ static void put_packet_note(struct reel_sb *sb, struct conn *c, int dir,
 	reel_sb_put(sb, c->pnote[dir], c->pnote_len[dir]);
 }
 
-static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
-		       const struct reasm_chunk *ch)
+static __attribute__((noinline)) void synth_data_emit(struct reel_pipeline *p, struct conn *c,
+						      int dir, const struct reasm_chunk *ch)
 {
 	char note[1024];
 	struct reel_sb sb;
@@ -1053,9 +1053,6 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	size_t clen;
 	int od = !dir;
 
-	/* the other traced end's flow holds these bytes: nothing to write */
-	if ((!p->png && !p->pcw) || c->fl->mirror_of || !conn_pass(p, c))
-		return;
 	synth_start(p, c, ch->ts);
 	if (!stream_like(c) && dgram_seen(p, c, dir, ch))
 		return;
@@ -1080,6 +1077,16 @@ static void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 	if (stream_like(c))
 		synth_emit(p, c, od, ch->ts, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
 			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, 0, NULL);
+}
+
+static inline void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
+			      const struct reasm_chunk *ch)
+{
+	/* the other traced end's flow holds these bytes: nothing to write
+	 * (half the chunks when both ends are traced: before the body's frame) */
+	if ((!p->png && !p->pcw) || c->fl->mirror_of || !conn_pass(p, c))
+		return;
+	synth_data_emit(p, c, dir, ch);
 }
 
 static uint32_t flow_hash(uint32_t host, uint64_t ino)
