@@ -501,7 +501,8 @@ int reel_pcapw__close(struct reel_pcapw *w)
 /* ------------------------------------------------------------------ */
 /* packets                                                             */
 
-static uint64_t csum_add(uint64_t sum, const uint8_t *p, size_t n)
+static inline __attribute__((always_inline)) uint64_t csum_add(uint64_t sum, const uint8_t *p,
+							       size_t n)
 {
 	while (n >= 8) {
 		uint64_t v;
