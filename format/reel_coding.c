@@ -614,14 +614,20 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 	uint64_t prev_ts[REEL_CODING_TS_SLOTS] = {0};
 	struct planes pl;
 	struct plan fp;
-	size_t bp = 0, acc = 0, o;
-	uint32_t i;
+	size_t bp = 0, acc = 0, o, nfull = 0;
+	uint32_t i, colbytes = 0, colend = 0;
 
 	if (c->scheme != REEL_CODING_V1)
 		CERR(-REEL_ERR_CORRUPT, "cannot decode: the header's record coding is invalid");
 	plan_make(c, &fp);
 	/* pass 1: walk the records' coded headers, validate every length */
 	planes_init(c, &pl);
+	for (unsigned k = 0; k < pl.ncol; k++) {
+		const struct reel_coding_field *f = &c->fields[pl.col[k]];
+
+		colbytes += f->width;
+		colend = (uint32_t)f->off + f->width; /* sorted: the last is furthest */
+	}
 	while (acc < len) {
 		uint32_t rlen;
 		uint64_t rs;
@@ -639,10 +645,18 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 			CERR(-REEL_ERR_CORRUPT,
 			     "record %zu at byte %zu: length %u past block end (%zu bytes left)",
 			     pl.n, acc, rlen, len - acc - REEL_REC_HDR_SIZE);
-		bp += 12 + reel_pad8(rlen) - planes_count(c, &pl, rd16(in + bp), rlen);
+		if (rlen >= colend && rd16(in + bp) == rec_type) {
+			/* every column field: counted after the loop */
+			bp += 12 + reel_pad8(rlen) - colbytes;
+			nfull++;
+		} else {
+			bp += 12 + reel_pad8(rlen) - planes_count(c, &pl, rd16(in + bp), rlen);
+		}
 		acc += rs;
 		pl.n++;
 	}
+	for (unsigned k = 0; k < pl.ncol; k++)
+		pl.cnt[pl.col[k]] += nfull;
 	if (pl.n > cx->offs_cap) {
 		size_t cap = cx->offs_cap ? cx->offs_cap : 1024;
 		uint32_t *n;
