@@ -95,7 +95,7 @@ static void csum_fill(void *ctx, unsigned int slot, uint8_t *buf, size_t n)
  * that run past n get their checksum now, or (wholly past n) go to spill. */
 static void csum_split(struct reel_pcapng *w, size_t n)
 {
-	struct csum_list *l = &w->later[reel_outq__slot(w->q)];
+	struct csum_list *l = w->cur;
 	size_t i = 0;
 
 	w->spill.n = 0;
@@ -358,41 +358,13 @@ int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, u
 	return commit_epb(w, real_ns, len, dir, pid, tid, comment, comment_len(comment));
 }
 
-bool reel_pcapng__csum_later(const struct reel_pcapng *w)
-{
-	return w && w->q;
-}
-
 int reel_pcapng__commit_len(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			    uint32_t pid, uint32_t tid, const char *comment, size_t clen,
-			    bool nocsum)
+			    uint32_t pid, uint32_t tid, const char *comment, size_t clen)
 {
-	if (clen == REEL_PCAPNG_STRLEN)
-		clen = comment_len(comment);
-	if (nocsum) {
-		struct csum_list *l = w->cur;
-		uint8_t *pkt = w->buf + w->len + EPB_HDR;
-
-		if (!l || len > PKT_MAX) {
-			reel_pkt_csum(pkt, len);
-		} else if (l->n < l->cap || csum_reserve(l, 1)) {
-			l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);
-			l->pkt[l->n][1] = len;
-			l->n++;
-		} else {
-			reel_pkt_csum(pkt, len);
-		}
-	}
 	if (len > PKT_MAX)
 		return -E2BIG;
-	return commit_epb(w, real_ns, len, dir, pid, tid, comment, clen);
-}
-
-int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			       uint32_t pid, uint32_t tid, const char *comment)
-{
-	return reel_pcapng__commit_len(w, real_ns, len, dir, pid, tid, comment, REEL_PCAPNG_STRLEN,
-				       true);
+	return commit_epb(w, real_ns, len, dir, pid, tid, comment,
+			  clen == REEL_PCAPNG_STRLEN ? comment_len(comment) : clen);
 }
 
 int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
@@ -532,36 +504,6 @@ static inline __attribute__((always_inline)) uint64_t csum_add(uint64_t sum, con
 	return sum;
 }
 
-/* Copies n bytes and adds them to the checksum in the same pass (the payload
- * is read once); four independent sums so the adds do not wait on each
- * other. dst and src start at an even offset of the checksummed data. */
-static uint64_t csum_copy(uint8_t *dst, const uint8_t *src, size_t n, uint64_t sum)
-{
-	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-
-	while (n >= 32) {
-		uint64_t a, b, c, d;
-
-		memcpy(&a, src, 8);
-		memcpy(&b, src + 8, 8);
-		memcpy(&c, src + 16, 8);
-		memcpy(&d, src + 24, 8);
-		memcpy(dst, &a, 8);
-		memcpy(dst + 8, &b, 8);
-		memcpy(dst + 16, &c, 8);
-		memcpy(dst + 24, &d, 8);
-		s0 += (a & 0xffffffffu) + (a >> 32);
-		s1 += (b & 0xffffffffu) + (b >> 32);
-		s2 += (c & 0xffffffffu) + (c >> 32);
-		s3 += (d & 0xffffffffu) + (d >> 32);
-		src += 32;
-		dst += 32;
-		n -= 32;
-	}
-	memcpy(dst, src, n);
-	return csum_add(sum + s0 + s1 + s2 + s3, src, n);
-}
-
 #ifdef __SSE2__
 /* csum_add for long spans, 64 bytes a round: each 16-bit word biased to a
  * signed one (w ^ 0x8000 is w - 32768) and pairs summed into 32-bit lanes
@@ -639,12 +581,11 @@ static inline uint16_t csum_fold(uint64_t sum)
 static inline __attribute__((always_inline)) size_t
 pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src, const struct reel_pkt_ep *dst,
 	  int l4, uint32_t seq, uint32_t ack, uint8_t tcpflags, uint16_t ipid,
-	  const uint8_t *payload, size_t plen, bool l4csum)
+	  const uint8_t *payload, size_t plen)
 {
 	size_t iph = src->v6 ? 40 : 20, l4h = l4 == 17 ? 8 : 20;
 	size_t total = iph + l4h + plen;
 	uint8_t *t = buf + iph;
-	uint64_t sum = 0;
 	uint32_t l4len = (uint32_t)(l4h + plen), w[5];
 	uint16_t c;
 
@@ -657,8 +598,6 @@ pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src, const struct 
 		memcpy(buf, w, 8);
 		memcpy(buf + 8, src->addr, 16);
 		memcpy(buf + 24, dst->addr, 16);
-		if (l4csum)
-			sum = csum_add(0, buf + 8, 32);
 	} else {
 		uint32_t a, b;
 
@@ -672,9 +611,7 @@ pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src, const struct 
 		c = csum_fold((uint64_t)w[0] + w[1] + w[2] + a + b);
 		memcpy(buf, w, 20);
 		memcpy(buf + 10, &c, 2);
-		sum = (uint64_t)a + b;
 	}
-	sum += htons((uint16_t)l4) + htons((uint16_t)l4len);
 
 	{
 		uint32_t h[5];
@@ -692,19 +629,9 @@ pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src, const struct 
 			memcpy(t, h, 20);
 		}
 	}
-	if (!l4csum) {
-		/* reel_pkt_csum() fills the field in later */
-		if (plen)
-			memcpy(t + l4h, payload, plen);
-		return total;
-	}
-	sum = csum_add(sum, t, l4h);
+	/* the TCP/UDP checksum field is 0: reel_pkt_csum() fills it in */
 	if (plen)
-		sum = csum_copy(t + l4h, payload, plen, sum);
-	c = csum_fold(sum);
-	if (l4 == 17 && c == 0)
-		c = 0xffff;
-	memcpy(t + (l4 == 17 ? 6 : 16), &c, 2);
+		memcpy(t + l4h, payload, plen);
 	return total;
 }
 
@@ -712,17 +639,14 @@ size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 		      const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
 		      uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen)
 {
-	return pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen, true);
+	size_t n = pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen);
+
+	if (n)
+		reel_pkt_csum(buf, n);
+	return n;
 }
 
-size_t reel_pkt_build_nocsum(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
-			     const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
-			     uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen)
-{
-	return pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen, false);
-}
-
-size_t reel_pcapng__put_nocsum(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err)
+size_t reel_pcapng__put(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err)
 {
 	struct csum_list *l;
 	uint8_t *pkt;
@@ -732,10 +656,11 @@ size_t reel_pcapng__put_nocsum(struct reel_pcapng *w, const struct reel_pkt_spec
 		flush_part(w, true);
 	pkt = w->buf + w->len + EPB_HDR;
 	n = pkt_build(pkt, REEL_PCAPNG_MAX_PKT, s->src, s->dst, s->l4, s->seq, s->ack, s->tcpflags,
-		      s->ipid, s->payload, s->plen, false);
+		      s->ipid, s->payload, s->plen);
 	if (!n)
 		return 0;
-	/* n <= 65535 + 40: within PKT_MAX */
+	/* n <= 65535 + 40: within PKT_MAX. The writer thread's checksum, or
+	 * (no thread, no memory for the list) this one's. */
 	l = w->cur;
 	if (l && (l->n < l->cap || csum_reserve(l, 1))) {
 		l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);

@@ -43,19 +43,12 @@ int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *
 uint8_t *reel_pcapng__reserve(struct reel_pcapng *w);
 int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
 			uint32_t pid, uint32_t tid, const char *comment);
-/* True when the writer can fill in TCP/UDP checksums in its thread: a packet
- * built with reel_pkt_build_nocsum() is then committed with commit_nocsum
- * (which, without the thread, computes the checksum itself). */
-bool reel_pcapng__csum_later(const struct reel_pcapng *w);
-int reel_pcapng__commit_nocsum(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			       uint32_t pid, uint32_t tid, const char *comment);
-/* commit (nocsum false) or commit_nocsum with the comment's length given:
- * clen bytes of comment, without a NUL among them (at most 1024 are kept), or
- * REEL_PCAPNG_STRLEN to measure it as commit does. */
+/* commit with the comment's length given: clen bytes of comment, without a
+ * NUL among them (at most 1024 are kept), or REEL_PCAPNG_STRLEN to measure it
+ * as commit does. */
 #define REEL_PCAPNG_STRLEN ((size_t)-1)
 int reel_pcapng__commit_len(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			    uint32_t pid, uint32_t tid, const char *comment, size_t clen,
-			    bool nocsum);
+			    uint32_t pid, uint32_t tid, const char *comment, size_t clen);
 /* Flushes and closes; returns the first write error (0 if none). NULL ok. */
 int reel_pcapng__close(struct reel_pcapng *w);
 
@@ -96,13 +89,8 @@ static inline uint32_t reel_pkt_mss(bool v6, int l4)
 size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
 		      const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
 		      uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen);
-/* The same with the TCP/UDP checksum field left 0 (the IPv4 header checksum
- * is computed): a plain copy of the payload. */
-size_t reel_pkt_build_nocsum(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
-			     const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
-			     uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen);
-/* One synthesized packet as reel_pkt_build_nocsum() takes it, and its EPB
- * as reel_pcapng__commit_len() does. */
+/* One synthesized packet as reel_pkt_build() takes it, and its EPB as
+ * reel_pcapng__commit_len() writes it. */
 struct reel_pkt_spec {
 	const struct reel_pkt_ep *src, *dst;
 	const uint8_t *payload;
@@ -115,10 +103,13 @@ struct reel_pkt_spec {
 	uint8_t tcpflags;
 	uint8_t l4;
 };
-/* reserve, reel_pkt_build_nocsum and commit_len(nocsum) in one call:
- * returns the packet's length (0: not built, nothing written) and the
- * writer's error in *err. */
-size_t reel_pcapng__put_nocsum(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err);
+/* reserve, reel_pkt_build and commit_len in one call, with the payload
+ * copied plainly: the TCP/UDP checksum is filled in by the writer's thread
+ * just before it writes the buffer (or here when there is no thread). For a
+ * packet that must be complete at once (a filter reads it, a second writer
+ * copies it) use reserve/reel_pkt_build/commit. Returns the packet's length
+ * (0: not built, nothing written) and the writer's error in *err. */
+size_t reel_pcapng__put(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err);
 /* Computes and stores the TCP/UDP checksum of a packet reel_pkt_build*()
  * made (len bytes); leaves other packets alone. */
 void reel_pkt_csum(uint8_t *pkt, size_t len);

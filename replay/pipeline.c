@@ -800,7 +800,7 @@ flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file
 		};
 		int e = 0;
 
-		if (!reel_pcapng__put_nocsum(p->png, &s, &e))
+		if (!reel_pcapng__put(p->png, &s, &e))
 			return;
 		if (e && !p->err)
 			p->err = e;
@@ -825,7 +825,7 @@ flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file
 		int e = reel_pcapng__commit_len(p->png, real, (uint32_t)n,
 						dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
 								       : REEL_EPB_DIR_IN,
-						pid, tid, comment, clen, false);
+						pid, tid, comment, clen);
 
 		if (e && !p->err)
 			p->err = e;

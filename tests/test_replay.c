@@ -1393,26 +1393,46 @@ static void test_pcapng_csum_later(void **state)
 		struct reel_pcapng *w = reel_pcapng__open(later ? pb : pa, "t", "t", NULL);
 
 		assert_non_null(w);
-		assert_true(reel_pcapng__csum_later(w));
 		seed = 7;
 		for (int i = 0; i < 4000; i++) {
-			uint8_t *q = reel_pcapng__reserve(w);
 			bool v6 = i % 5 == 0, udp = i % 7 == 0;
-			size_t plen, n;
+			struct reel_pkt_spec sp = {
+				.src = v6 ? &a6 : &a,
+				.dst = v6 ? &b6 : &b,
+				.comment = i % 3 ? NULL : "note",
+				.clen = REEL_PCAPNG_STRLEN,
+				.real_ns = REAL0 + (uint64_t)i,
+				.seq = (uint32_t)i * 1000,
+				.ack = 5,
+				.dir = REEL_EPB_DIR_OUT,
+				.pid = 1,
+				.tid = 2,
+				.ipid = (uint16_t)i,
+				.tcpflags = REEL_TCP_ACK,
+				.l4 = udp ? 17 : 6,
+			};
+			int e = -1;
 
 			seed = seed * 1103515245u + 12345u;
 			/* mostly small, some near the largest, some odd */
-			plen = (seed >> 8) % 9 == 0 ? 60000 + (seed >> 20) % 5000
-						    : (seed >> 12) % 3001;
-			n = (later ? reel_pkt_build_nocsum : reel_pkt_build)(
-				q, REEL_PCAPNG_MAX_PKT, v6 ? &a6 : &a, v6 ? &b6 : &b, udp ? 17 : 6,
-				(uint32_t)i * 1000, 5, REEL_TCP_ACK, (uint16_t)i,
-				payload + (seed >> 4) % 4000, plen);
-			assert_true(n > 0);
-			assert_int_equal((later ? reel_pcapng__commit_nocsum : reel_pcapng__commit)(
-						 w, REAL0 + (uint64_t)i, (uint32_t)n,
-						 REEL_EPB_DIR_OUT, 1, 2, i % 3 ? NULL : "note"),
-					 0);
+			sp.plen = (seed >> 8) % 9 == 0 ? 60000 + (seed >> 20) % 5000
+						       : (seed >> 12) % 3001;
+			sp.payload = payload + (seed >> 4) % 4000;
+			if (later) {
+				/* the pipeline's path: checksums in the writer thread */
+				assert_true(reel_pcapng__put(w, &sp, &e) > 0);
+			} else {
+				/* checksummed in place */
+				size_t n =
+					reel_pkt_build(reel_pcapng__reserve(w), REEL_PCAPNG_MAX_PKT,
+						       sp.src, sp.dst, sp.l4, sp.seq, sp.ack,
+						       sp.tcpflags, sp.ipid, sp.payload, sp.plen);
+
+				assert_true(n > 0);
+				e = reel_pcapng__commit(w, sp.real_ns, (uint32_t)n, sp.dir, sp.pid,
+							sp.tid, sp.comment);
+			}
+			assert_int_equal(e, 0);
 		}
 		assert_int_equal(reel_pcapng__close(w), 0);
 	}
