@@ -2188,12 +2188,17 @@ static void on_proc_exit(struct reel_pipeline *p, const struct reel_event *ev)
 	uint32_t host = host_of(p, ev->file_idx), tgid = ev->exit.hdr.tgid;
 	struct conn *c = p->ct.head;
 
-	/* The kernel closes what the process left open. */
+	/* The kernel closes what the process left open. A socket's TLS
+	 * plaintext stream ends with it (conn_end frees both): never keep a
+	 * pointer to it across that call. */
 	while (c) {
 		struct conn *n = c->next;
 
-		if (c->host == host && c->id.tgid == tgid)
+		if (c->host == host && c->id.tgid == tgid) {
+			if (n == c->tls_sub)
+				n = n->next;
 			conn_end(p, c, ev->ts_ns, CONN_END_CLOSE, NULL);
+		}
 		c = n;
 	}
 	proc_remove(&p->ct, host, tgid);

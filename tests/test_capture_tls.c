@@ -207,7 +207,7 @@ static void need_setup(void)
 }
 
 /* The clients: each fetches the body into NAME.got. */
-enum client { CURL, PYTHON };
+enum client { CURL, PYTHON, PYTHON_EXIT };
 
 /* Python's ssl module reads and writes with SSL_read_ex/SSL_write_ex. */
 static const char py_client[] =
@@ -228,6 +228,18 @@ static const char py_client[] =
 	"    d += b\n"
 	"open(sys.argv[2], 'wb').write(d.partition(b'\\r\\n\\r\\n')[2])\n";
 
+/* Exits with its TLS connection open (issue 15's reproduction): the kernel
+ * closes the socket at exit, and the plaintext stream ends with it. */
+static const char py_exit_client[] =
+	"import socket, ssl, sys, os\n"
+	"c = ssl.create_default_context()\n"
+	"c.check_hostname = False\n"
+	"c.verify_mode = ssl.CERT_NONE\n"
+	"s = c.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1]))))\n"
+	"s.sendall(b'GET /" BODY_NAME " HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')\n"
+	"s.recv(4096)\n"
+	"os._exit(0)\n";
+
 /* reelcap [extra] --print -w NAME.reel -- CLIENT; stdout to NAME.live. */
 static void capture(const char *name, const char *extra, enum client cl)
 {
@@ -243,7 +255,7 @@ static void capture(const char *name, const char *extra, enum client cl)
 		snprintf(log, sizeof(log), "%s/client.py", dir);
 		f = fopen(log, "w");
 		assert_non_null(f);
-		fputs(py_client, f);
+		fputs(cl == PYTHON ? py_client : py_exit_client, f);
 		assert_int_equal(fclose(f), 0);
 		snprintf(cmd, sizeof(cmd), "python3 client.py %d %s.got", port, name);
 	}
@@ -686,12 +698,44 @@ static void test_no_tls(void **state)
 	free(conn);
 }
 
+/* A client that exits with its TLS connection open: reelcap --print and
+ * reelplay end the socket and its plaintext stream at the exit, without a
+ * crash, and the plaintext's transaction and connection are reported. */
+static void test_tls_exit_open(void **state)
+{
+	char *conn;
+
+	(void)state;
+	need_setup();
+	capture("tlsexit", "", PYTHON_EXIT);
+	assert_int_equal(count_lines_with("tlsexit.live", " TXN "), 1);
+	assert_int_equal(
+		sh("cd '%s' && '%s' tlsexit.reel --print >tlsexit.file 2>tlsexit.print.err", dir,
+		   REELPLAY_BIN),
+		0);
+	assert_int_equal(sh("cmp -s '%s/tlsexit.live' '%s/tlsexit.file'", dir, dir), 0);
+	assert_int_equal(sh("cd '%s' && '%s' tlsexit.reel --json tlsexit.json --summary "
+			    ">tlsexit.sum 2>tlsexit.err",
+			    dir, REELPLAY_BIN),
+			 0);
+	assert_int_equal(count_lines_with("tlsexit.json", "\"type\":\"txn\""), 1);
+	conn = json_line("tlsexit.json", "\"ciphertext_conn\"");
+	assert_has(conn, "\"proto\":\"http1\"");
+	assert_has(conn, "\"end\":\"close\"");
+	free(conn);
+	conn = json_line("tlsexit.json", "\"tls\":false");
+	assert_has(conn, "\"end\":\"close\"");
+	free(conn);
+	assert_true(count_lines_with("tlsexit.sum", "http1") >= 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tls_curl),
 		cmocka_unit_test(test_tls_python_ex),
 		cmocka_unit_test(test_no_tls),
+		cmocka_unit_test(test_tls_exit_open),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
