@@ -292,11 +292,14 @@ int main(int argc, char **argv)
 				enum reel_proto pr = reel_proto_parse(t);
 
 				if (pr == REEL_PROTO_UNKNOWN && strcasecmp(t, "unknown")) {
+					/* t points into dup: print, then free */
+					int rc = usage_err("--proto %s: unknown protocol (http1, "
+							   "http2, grpc, dns, redis, pgsql, "
+							   "mysql, unknown)",
+							   t);
+
 					free(dup);
-					return usage_err(
-						"--proto %s: unknown protocol (http1, http2, "
-						"grpc, dns, redis, pgsql, mysql, unknown)",
-						t);
+					return rc;
 				}
 				po.proto_mask |= 1u << pr;
 			}

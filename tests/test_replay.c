@@ -1481,6 +1481,13 @@ static void test_reelplay_cli(void **state)
 	assert_int_equal(sh("%s %s --from yesterday 2>/dev/null", REELPLAY, path_in_tmp("h.reel")),
 			 2);
 	assert_int_equal(sh("%s %s/missing.reel 2>/dev/null", REELPLAY, tmpdir), 1);
+	/* the message names the protocol it refused (it once printed freed memory) */
+	assert_int_equal(sh("%s %s --proto http1,foo 2>%s", REELPLAY, path_in_tmp("h.reel"),
+			    path_in_tmp("proto.err")),
+			 2);
+	out = slurp(path_in_tmp("proto.err"));
+	assert_non_null(strstr(out, "--proto foo: unknown protocol"));
+	free(out);
 
 	/* two files at once, every output */
 	assert_int_equal(sh("%s %s %s -w %s --json %s --print > %s 2>%s", REELPLAY,
