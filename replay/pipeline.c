@@ -2195,7 +2195,7 @@ static void on_proc_exit(struct reel_pipeline *p, const struct reel_event *ev)
 		struct conn *n = c->next;
 
 		if (c->host == host && c->id.tgid == tgid) {
-			if (n == c->tls_sub)
+			if (n && n == c->tls_sub)
 				n = n->next;
 			conn_end(p, c, ev->ts_ns, CONN_END_CLOSE, NULL);
 		}
