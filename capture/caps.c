@@ -12,7 +12,7 @@
 
 #include "reelcap.h"
 
-int caps_restrict(uint64_t keep)
+int cap_restrict_caps(uint64_t keep)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2] = {};

@@ -17,14 +17,14 @@
 
 #include "reelcap.h"
 
-struct drain {
+struct cap_drain {
 	struct perf_buffer *pb;
-	struct out *out;
+	struct cap_out *out;
 	uint64_t count; /* stop after this many samples (0 = no limit) */
 	uint64_t samples;
 	int n;
 	int cpus[1024];
-	struct drain_cpu c[1024];
+	struct cap_drain_cpu c[1024];
 	int16_t slot[1024]; /* CPU id -> index in c[] + 1 (0: no ring) */
 };
 
@@ -71,7 +71,7 @@ static int online_cpus(int *cpus, int max)
 }
 
 /* Called for every sample: a table, not a search over the CPUs. */
-static struct drain_cpu *cpu_slot(struct drain *d, int cpu)
+static struct cap_drain_cpu *cpu_slot(struct cap_drain *d, int cpu)
 {
 	if (cpu < 0 || cpu >= 1024 || !d->slot[cpu])
 		return NULL;
@@ -80,8 +80,8 @@ static struct drain_cpu *cpu_slot(struct drain *d, int cpu)
 
 static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_header *e)
 {
-	struct drain *d = ctx;
-	struct drain_cpu *c = cpu_slot(d, cpu);
+	struct cap_drain *d = ctx;
+	struct cap_drain_cpu *c = cpu_slot(d, cpu);
 	int err;
 
 	if (!c)
@@ -100,7 +100,8 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 		d->samples++;
 		c->samples++;
 		c->sample_bytes += size;
-		err = out_append(d->out, REEL_REC_SAMPLE, s->cpu, s->time, s->data, size, NULL, 0);
+		err = cap_out_append(d->out, REEL_REC_SAMPLE, s->cpu, s->time, s->data, size, NULL,
+				     0);
 		if (err)
 			c->dropped++;
 	} else if (e->type == PERF_RECORD_LOST) {
@@ -113,15 +114,17 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 		rl.lost = l->lost;
 		c->lost_records++;
 		c->lost += l->lost;
-		if (out_append(d->out, REEL_REC_LOST, l->cpu, l->time, &rl, sizeof(rl), NULL, 0))
+		if (cap_out_append(d->out, REEL_REC_LOST, l->cpu, l->time, &rl, sizeof(rl), NULL,
+				   0))
 			c->dropped++;
 	}
 	return LIBBPF_PERF_EVENT_CONT;
 }
 
-struct drain *drain_new(int map_fd, uint32_t ring_pages, struct out *out, uint64_t count)
+struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out *out,
+				uint64_t count)
 {
-	struct drain *d = calloc(1, sizeof(*d));
+	struct cap_drain *d = calloc(1, sizeof(*d));
 	struct perf_event_attr attr = {};
 	uint64_t ring = (uint64_t)ring_pages * sysconf(_SC_PAGESIZE);
 	int n, err;
@@ -173,12 +176,12 @@ struct drain *drain_new(int map_fd, uint32_t ring_pages, struct out *out, uint64
 	return d;
 }
 
-void drain_set_out(struct drain *d, struct out *out)
+void cap_drain_set_out(struct cap_drain *d, struct cap_out *out)
 {
 	d->out = out;
 }
 
-int drain_poll(struct drain *d, int timeout_ms, bool all)
+int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all)
 {
 	int err = perf_buffer__poll(d->pb, timeout_ms);
 
@@ -189,27 +192,27 @@ int drain_poll(struct drain *d, int timeout_ms, bool all)
 	return 0;
 }
 
-int drain_consume_all(struct drain *d)
+int cap_drain_consume_all(struct cap_drain *d)
 {
 	return perf_buffer__consume(d->pb);
 }
 
-bool drain_count_reached(const struct drain *d)
+bool cap_drain_count_reached(const struct cap_drain *d)
 {
 	return d->count && d->samples >= d->count;
 }
 
-int drain_ncpu(const struct drain *d)
+int cap_drain_ncpu(const struct cap_drain *d)
 {
 	return d->n;
 }
 
-const struct drain_cpu *drain_cpu(const struct drain *d, int i)
+const struct cap_drain_cpu *cap_drain_cpu(const struct cap_drain *d, int i)
 {
 	return &d->c[i];
 }
 
-int64_t drain_kernel_lost(const struct drain *d, int i)
+int64_t cap_drain_kernel_lost(const struct cap_drain *d, int i)
 {
 	uint64_t v[2];
 
@@ -220,13 +223,13 @@ int64_t drain_kernel_lost(const struct drain *d, int i)
 	return v[1];
 }
 
-int drain_write_stats(struct drain *d)
+int cap_drain_write_stats(struct cap_drain *d)
 {
 	struct reel_cpu_stats st[1024];
 
 	memset(st, 0, sizeof(struct reel_cpu_stats) * d->n);
 	for (int i = 0; i < d->n; i++) {
-		int64_t kl = drain_kernel_lost(d, i);
+		int64_t kl = cap_drain_kernel_lost(d, i);
 
 		st[i].cpu = d->c[i].cpu;
 		st[i].samples = d->c[i].samples;
@@ -234,17 +237,17 @@ int drain_write_stats(struct drain *d)
 		st[i].lost = kl >= 0 ? (uint64_t)kl : d->c[i].lost;
 		st[i].dropped = d->c[i].dropped;
 	}
-	return out_append(d->out, REEL_REC_STATS, REEL_CPU_NONE, mono_ns(), st,
-			  sizeof(st[0]) * d->n, NULL, 0);
+	return cap_out_append(d->out, REEL_REC_STATS, REEL_CPU_NONE, reel_now_mono_ns(), st,
+			      sizeof(st[0]) * d->n, NULL, 0);
 }
 
-int drain_reconcile_lost(struct drain *d)
+int cap_drain_reconcile_lost(struct cap_drain *d)
 {
 	int written = 0;
 
 	for (int i = 0; i < d->n; i++) {
-		struct drain_cpu *c = &d->c[i];
-		int64_t kl = drain_kernel_lost(d, i);
+		struct cap_drain_cpu *c = &d->c[i];
+		int64_t kl = cap_drain_kernel_lost(d, i);
 		struct reel_lost rl;
 
 		if (kl < 0 || (uint64_t)kl <= c->lost)
@@ -253,15 +256,16 @@ int drain_reconcile_lost(struct drain *d)
 		rl.lost = kl - c->lost;
 		c->lost_records++;
 		c->lost += rl.lost;
-		if (out_append(d->out, REEL_REC_LOST, c->cpu, mono_ns(), &rl, sizeof(rl), NULL, 0))
+		if (cap_out_append(d->out, REEL_REC_LOST, c->cpu, reel_now_mono_ns(), &rl,
+				   sizeof(rl), NULL, 0))
 			c->dropped++;
 		written++;
 	}
 	return written;
 }
 
-void drain_totals(const struct drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
-		  uint64_t *dropped)
+void cap_drain_totals(const struct cap_drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
+		      uint64_t *dropped)
 {
 	*samples = *bytes = *lost = *dropped = 0;
 	for (int i = 0; i < d->n; i++) {
@@ -272,7 +276,7 @@ void drain_totals(const struct drain *d, uint64_t *samples, uint64_t *bytes, uin
 	}
 }
 
-void drain_free(struct drain *d)
+void cap_drain_free(struct cap_drain *d)
 {
 	if (!d)
 		return;

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "reelcap.h"
@@ -19,7 +17,7 @@
 #include "pipeline.h"
 #include "abi_coding.h"
 
-struct out {
+struct cap_out {
 	const struct cap_opts *o;
 	struct reel_writer *w;
 	struct reel_pipeline *pipe;
@@ -34,23 +32,7 @@ struct out {
 	size_t abuf_cap;
 };
 
-uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-int out_create_file(const char *path)
+int cap_out_create_file(const char *path)
 {
 	struct stat st;
 	int fd;
@@ -71,7 +53,7 @@ int out_create_file(const char *path)
 	return fd;
 }
 
-static void rotation_path(const struct out *out, int seq, char *buf, size_t cap)
+static void rotation_path(const struct cap_out *out, int seq, char *buf, size_t cap)
 {
 	const struct cap_opts *o = out->o;
 	int idx = o->file_count > 0 ? seq % o->file_count : seq;
@@ -82,44 +64,10 @@ static void rotation_path(const struct out *out, int seq, char *buf, size_t cap)
 		snprintf(buf, cap, "%s.%d", o->out_path, idx);
 }
 
-static __attribute__((unused)) void fill_header(struct reel_header *h, const struct cap_opts *o,
-						const struct reel_clock *clk)
-{
-	struct utsname u;
-	FILE *f;
-
-	memset(h, 0, sizeof(*h));
-	h->major = REEL_FORMAT_MAJOR;
-	h->minor = REEL_FORMAT_MINOR;
-	if (uname(&u) == 0) {
-		snprintf(h->hostname, sizeof(h->hostname), "%s", u.nodename);
-		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
-	}
-	f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	if (f) {
-		if (fgets(h->boot_id, sizeof(h->boot_id), f))
-			h->boot_id[strcspn(h->boot_id, "\n")] = 0;
-		fclose(f);
-	}
-	h->ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	h->page_size = sysconf(_SC_PAGESIZE);
-	h->clock_id = CLOCK_MONOTONIC;
-	h->clock = *clk;
-	for (int i = 0; i < o->argc; i++) {
-		size_t l = strlen(h->cmdline);
-
-		snprintf(h->cmdline + l, sizeof(h->cmdline) - l, "%s%s", i ? " " : "", o->argv[i]);
-	}
-	h->abi_version = REEL_ABI_VERSION;
-	snprintf(h->tool_version, sizeof(h->tool_version), "reelcap %s", REEL_VERSION);
-	h->snaplen = o->snaplen;
-	h->sample_format = 1;
-}
-
-struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *clk)
+struct cap_out *cap_out_open(const struct cap_opts *o, int fd, const struct reel_clock *clk)
 {
 	static const struct reel_coding no_coding;
-	struct out *out = calloc(1, sizeof(*out));
+	struct cap_out *out = calloc(1, sizeof(*out));
 	int err;
 
 	if (!out) {
@@ -146,8 +94,6 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
 	snprintf(out->path, sizeof(out->path), "%s", o->out_path);
 	if (o->print) {
 #ifdef REEL_HAVE_PIPELINE
-		struct reel_header h;
-
 		REEL_OPTS(reel_pipeline_opts, po, .print = stdout);
 		out->pipe = reel_pipeline__new(&po);
 		if (!out->pipe) {
@@ -159,8 +105,8 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
 			errno = err;
 			return NULL;
 		}
-		fill_header(&h, o, clk);
-		reel_pipeline__set_header(out->pipe, 0, &h);
+		/* the header as reelplay will read it from the file */
+		reel_pipeline__set_header(out->pipe, 0, reel_writer__header(out->w));
 #else
 		fprintf(stderr, "reelcap: --print: this build has no replay pipeline\n");
 		reel_writer__close(out->w);
@@ -172,7 +118,7 @@ struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *
 	return out;
 }
 
-static void pipe_push(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+static void pipe_push(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		      uint32_t alen, const void *b, uint32_t blen)
 {
 	struct reel_record rec = {.type = type, .cpu = cpu, .ts_ns = ts, .len = alen + blen};
@@ -198,8 +144,8 @@ static void pipe_push(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts,
 #endif
 }
 
-int out_append(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
-	       uint32_t alen, const void *b, uint32_t blen)
+int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+		   uint32_t alen, const void *b, uint32_t blen)
 {
 	int err = reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
 
@@ -228,15 +174,15 @@ int out_append(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const 
 	return 0;
 }
 
-static int out_rotate(struct out *out)
+static int out_rotate(struct cap_out *out)
 {
 	char path[4096];
 	int fd, err;
 
 	rotation_path(out, out->file_seq + 1, path, sizeof(path));
 	/* the writer creates the file with O_EXCL|O_NOFOLLOW: make room for
-	 * it the way out_create_file does */
-	fd = out_create_file(path);
+	 * it the way cap_out_create_file does */
+	fd = cap_out_create_file(path);
 	if (fd < 0) {
 		fprintf(stderr, "reelcap: cannot rotate to %s: %s (%d)\n", path, strerror(-fd),
 			-fd);
@@ -256,7 +202,7 @@ static int out_rotate(struct out *out)
 	return 0;
 }
 
-int out_tick(struct out *out, uint64_t now)
+int cap_out_tick(struct cap_out *out, uint64_t now)
 {
 	struct reel_writer_stats st;
 
@@ -273,17 +219,17 @@ int out_tick(struct out *out, uint64_t now)
 	return 1;
 }
 
-void out_stats(const struct out *out, struct reel_writer_stats *st)
+void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st)
 {
 	reel_writer__stats(out->w, st);
 }
 
-int out_files(const struct out *out)
+int cap_out_files(const struct cap_out *out)
 {
 	return out->files;
 }
 
-int out_close(struct out *out, struct reel_writer_stats *final)
+int cap_out_close(struct cap_out *out, struct reel_writer_stats *final)
 {
 	struct stat st;
 	int err;

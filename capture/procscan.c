@@ -15,7 +15,7 @@
 
 #include "reelcap.h"
 
-struct proc_entry {
+struct cap_proc_entry {
 	uint32_t pid, ppid, uid;
 	uint64_t start_ns;
 	char comm[16];
@@ -38,7 +38,7 @@ static ssize_t read_file(const char *path, char *buf, size_t cap)
 	return len;
 }
 
-static int parse_stat(uint32_t pid, struct proc_entry *e)
+static int parse_stat(uint32_t pid, struct cap_proc_entry *e)
 {
 	char path[64], buf[1024], *l, *r;
 	unsigned long long start = 0;
@@ -92,7 +92,7 @@ static char *dup_bytes(const char *p, ssize_t len, uint32_t *out_len)
 	return d;
 }
 
-static void read_strings(struct proc_entry *e)
+static void read_strings(struct cap_proc_entry *e)
 {
 	static char buf[8192];
 	char path[64];
@@ -110,7 +110,7 @@ static void read_strings(struct proc_entry *e)
 	e->cgroup = dup_bytes(buf, n, &e->cgroup_len);
 }
 
-int procscan_read(struct proc_scan *ps)
+int cap_procscan_read(struct cap_procscan *ps)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -121,14 +121,14 @@ int procscan_read(struct proc_scan *ps)
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
-		struct proc_entry e;
+		struct cap_proc_entry e;
 
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		if (parse_stat(strtoul(de->d_name, NULL, 10), &e))
 			continue; /* exited meanwhile */
 		if (ps->n == cap) {
-			struct proc_entry *nv;
+			struct cap_proc_entry *nv;
 
 			cap = cap ? 2 * cap : 256;
 			nv = realloc(ps->v, cap * sizeof(*nv));
@@ -153,14 +153,14 @@ static bool has_pid(const uint32_t *pids, int n, uint32_t pid)
 	return false;
 }
 
-int procscan_descendants(const struct proc_scan *ps, uint32_t *pids, int *npids, int max)
+int cap_procscan_descendants(const struct cap_procscan *ps, uint32_t *pids, int *npids, int max)
 {
 	bool grew = true;
 
 	while (grew) {
 		grew = false;
 		for (int i = 0; i < ps->n; i++) {
-			const struct proc_entry *e = &ps->v[i];
+			const struct cap_proc_entry *e = &ps->v[i];
 
 			if (has_pid(pids, *npids, e->pid) || !has_pid(pids, *npids, e->ppid))
 				continue;
@@ -198,7 +198,7 @@ static const char *cgroup2_root(void)
 	return root;
 }
 
-int cgroup_id_of(const char *path, uint64_t *id)
+int cap_cgroup_id(const char *path, uint64_t *id)
 {
 	const char *root = cgroup2_root();
 	char buf[4096];
@@ -232,7 +232,7 @@ static ssize_t proc_cgroup(uint32_t pid, char *buf, size_t cap)
 	return n;
 }
 
-static bool in_scope(const struct proc_entry *e, const struct cap_opts *o, const uint32_t *pids,
+static bool in_scope(const struct cap_proc_entry *e, const struct cap_opts *o, const uint32_t *pids,
 		     int npids)
 {
 	if (e->pid == (uint32_t)getpid())
@@ -245,20 +245,20 @@ static bool in_scope(const struct proc_entry *e, const struct cap_opts *o, const
 		const char *p = e->cgroup ? strstr(e->cgroup, "0::") : NULL;
 		uint64_t id;
 
-		if (!p || cgroup_id_of(p + 3, &id) || id != o->cgroup_id)
+		if (!p || cap_cgroup_id(p + 3, &id) || id != o->cgroup_id)
 			return false;
 	}
 	return true;
 }
 
-int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const uint32_t *pids,
-		   int npids, struct out *out)
+int cap_procscan_write(const struct cap_procscan *ps, const struct cap_opts *o,
+		       const uint32_t *pids, int npids, struct cap_out *out)
 {
 	static char rec[20000];
 	int written = 0;
 
 	for (int i = 0; i < ps->n; i++) {
-		const struct proc_entry *e = &ps->v[i];
+		const struct cap_proc_entry *e = &ps->v[i];
 		struct reel_proc p = {};
 		int len;
 
@@ -274,13 +274,14 @@ int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const u
 				       e->cmdline_len, e->cgroup, e->cgroup_len);
 		if (len < 0)
 			continue;
-		out_append(out, REEL_REC_PROC, REEL_CPU_NONE, mono_ns(), rec, len, NULL, 0);
+		cap_out_append(out, REEL_REC_PROC, REEL_CPU_NONE, reel_now_mono_ns(), rec, len,
+			       NULL, 0);
 		written++;
 	}
 	return written;
 }
 
-void procscan_free(struct proc_scan *ps)
+void cap_procscan_free(struct cap_procscan *ps)
 {
 	for (int i = 0; i < ps->n; i++) {
 		free(ps->v[i].exe);

@@ -8,24 +8,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <pthread.h>
-#include <limits.h>
-#include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <sys/mount.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <bpf/libbpf.h>
-#include <bpf/bpf.h>
 
 #include "reelcap.h"
 #include "reel_abi.h"
@@ -39,322 +29,28 @@
 #define SWEEP_MS	20
 #define CLOCK_PERIOD_NS (60ull * 1000000000ull)
 #define STATS_PERIOD_NS (10ull * 1000000000ull)
-#define RING_PAGES_DEF	512
-#define LIBSSL_DEFAULT	"/usr/lib/x86_64-linux-gnu/libssl.so.3"
 
 static volatile sig_atomic_t stop_sig;
-static bool verbose;
 
 static void on_signal(int sig)
 {
 	stop_sig = sig;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: reelcap -w FILE [options] [-- COMMAND [ARGS...]]\n"
-		"Capture socket payloads (TCP, UDP over IPv4/IPv6, Unix stream) of processes\n"
-		"into a .reel file. With COMMAND: run it, capture its process tree only, stop\n"
-		"when it exits and exit with its status.\n"
-		"\n"
-		"  -w, --write FILE       output file (created 0600; an existing regular file is\n"
-		"                         replaced, a symlink is refused)\n"
-		"  -p, --pid PID          capture this process and its descendants (repeatable)\n"
-		"      --comm NAME        only processes (threads) with this comm\n"
-		"      --port PORT        only inet sockets with this local or remote port "
-		"(repeatable)\n"
-		"      --cgroup PATH      only this cgroup v2 (path under the cgroup2 mount)\n"
-		"  -s, --snaplen BYTES    payload bytes captured per call and direction (0..%u, "
-		"default %u)\n"
-		"  -G, --duration SEC     stop after SEC seconds\n"
-		"  -c, --count N          stop after N kernel events\n"
-		"  -C, --file-size SIZE   rotate when the file reaches SIZE (MB = 1e6 bytes; k, M, "
-		"G suffix)\n"
-		"  -W, --file-count N     with -C: keep N files FILE, FILE.1 .. FILE.N-1, reusing "
-		"them\n"
-		"      --ring-pages N     perf ring pages per CPU, power of 2 (default %d)\n"
-		"      --level N          zstd level, negative for --fast (default 1)\n"
-		"      --no-coding        store records as they are (format 1.0, for 1.x readers;\n"
-		"                         about 3x larger files)\n"
-		"      --flush-ms MS      close a block at this age (default 1000)\n"
-		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
-		"      --print            also print events live through the replay pipeline\n"
-		"      --no-tls           no TLS plaintext capture (uprobes on libssl)\n"
-		"      --libssl PATH      the TLS library to probe (default %s,\n"
-		"                         when it exists): SSL_read/SSL_write and the _ex "
-		"variants\n"
-		"  -q, --quiet            no informational messages\n"
-		"  -v, --verbose          libbpf debug output\n"
-		"  -h, --help             this text\n"
-		"  -V, --version          version\n",
-		REEL_SNAPLEN_DEFAULT, REEL_SNAPLEN_DEFAULT, RING_PAGES_DEF, LIBSSL_DEFAULT);
-}
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "reelcap: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	return 2;
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG && !verbose)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
-static int reel_print(enum reel_print_level level, const char *fmt, va_list ap)
-{
-	if (level == REEL_DEBUG && !verbose)
-		return 0;
-	fprintf(stderr, "reelcap: ");
-	return vfprintf(stderr, fmt, ap);
-}
-
-static bool parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return !errno && end != s && !*end && s[0] != '-';
-}
-
-static bool parse_size(const char *s, uint64_t *v)
-{
-	char *end;
-	double d;
-
-	errno = 0;
-	d = strtod(s, &end);
-	if (errno || end == s || d <= 0)
-		return false;
-	switch (*end) {
-	case 0:
-	case 'M':
-	case 'm':
-		d *= 1e6;
-		break;
-	case 'k':
-	case 'K':
-		d *= 1e3;
-		break;
-	case 'G':
-	case 'g':
-		d *= 1e9;
-		break;
-	default:
-		return false;
-	}
-	if (*end && end[1])
-		return false;
-	*v = (uint64_t)d;
-	return true;
-}
-
-static bool parse_seconds(const char *s, double *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtod(s, &end);
-	return !errno && end != s && !*end && *v > 0 && isfinite(*v);
-}
-
-enum {
-	OPT_COMM = 256,
-	OPT_PORT,
-	OPT_CGROUP,
-	OPT_RING_PAGES,
-	OPT_LEVEL,
-	OPT_FLUSH_MS,
-	OPT_STATS,
-	OPT_PRINT,
-	OPT_NO_CODING,
-	OPT_NO_TLS,
-	OPT_LIBSSL,
+/* One capture from setup to teardown. */
+struct cap_run {
+	struct cap_opts *o;
+	struct reel_trace *skel;
+	struct cap_procscan ps;
+	struct cap_drain *d;
+	struct cap_out *out;
+	uint32_t pids[CAP_MAX_PIDS];
+	int npids, out_fd, go_fd;
+	pid_t child;
+	int child_status;
+	bool child_done, pid_filter;
+	uint64_t t0;
 };
-
-static int parse_args(int argc, char **argv, struct cap_opts *o)
-{
-	static const struct option lo[] = {
-		{"write", required_argument, NULL, 'w'},
-		{"pid", required_argument, NULL, 'p'},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"port", required_argument, NULL, OPT_PORT},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"snaplen", required_argument, NULL, 's'},
-		{"duration", required_argument, NULL, 'G'},
-		{"count", required_argument, NULL, 'c'},
-		{"file-size", required_argument, NULL, 'C'},
-		{"file-count", required_argument, NULL, 'W'},
-		{"ring-pages", required_argument, NULL, OPT_RING_PAGES},
-		{"level", required_argument, NULL, OPT_LEVEL},
-		{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
-		{"stats", required_argument, NULL, OPT_STATS},
-		{"print", no_argument, NULL, OPT_PRINT},
-		{"no-coding", no_argument, NULL, OPT_NO_CODING},
-		{"no-tls", no_argument, NULL, OPT_NO_TLS},
-		{"libssl", required_argument, NULL, OPT_LIBSSL},
-		{"quiet", no_argument, NULL, 'q'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{},
-	};
-	uint64_t v;
-	int c;
-
-	o->snaplen = REEL_SNAPLEN_DEFAULT;
-	o->ring_pages = RING_PAGES_DEF;
-	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
-	o->flush_ms = 1000;
-	o->argc = argc;
-	o->argv = argv;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+w:p:s:G:c:C:W:qvhV", lo, NULL)) != -1) {
-		switch (c) {
-		case 'w':
-			o->out_path = optarg;
-			break;
-		case 'p':
-			if (!parse_u64(optarg, &v) || !v || v > INT_MAX)
-				return usage_error("-p: bad pid '%s'", optarg);
-			if (o->npids >= CAP_MAX_PIDS / 2)
-				return usage_error("-p: at most %d pids", CAP_MAX_PIDS / 2);
-			o->pids[o->npids++] = v;
-			break;
-		case OPT_COMM:
-			if (!*optarg || strlen(optarg) > 15)
-				return usage_error("--comm: '%s' is not 1..15 characters", optarg);
-			snprintf(o->comm, sizeof(o->comm), "%s", optarg);
-			o->has_comm = true;
-			break;
-		case OPT_PORT:
-			if (!parse_u64(optarg, &v) || !v || v > 65535)
-				return usage_error("--port: bad port '%s' (1..65535)", optarg);
-			if (o->nports >= CAP_MAX_PORTS)
-				return usage_error("--port: at most %d ports", CAP_MAX_PORTS);
-			o->ports[o->nports++] = v;
-			break;
-		case OPT_CGROUP:
-			o->cgroup = optarg;
-			break;
-		case 's':
-			if (!parse_u64(optarg, &v) || v > REEL_SNAPLEN_DEFAULT)
-				return usage_error("-s: snaplen '%s' not in 0..%u", optarg,
-						   REEL_SNAPLEN_DEFAULT);
-			o->snaplen = v;
-			break;
-		case 'G':
-			if (!parse_seconds(optarg, &o->duration_s))
-				return usage_error("-G: bad duration '%s' (seconds > 0)", optarg);
-			break;
-		case 'c':
-			if (!parse_u64(optarg, &o->count) || !o->count)
-				return usage_error("-c: bad count '%s'", optarg);
-			break;
-		case 'C':
-			if (!parse_size(optarg, &o->file_size))
-				return usage_error("-C: bad size '%s'", optarg);
-			break;
-		case 'W':
-			if (!parse_u64(optarg, &v) || !v || v > 100000)
-				return usage_error("-W: bad file count '%s'", optarg);
-			o->file_count = v;
-			break;
-		case OPT_RING_PAGES:
-			if (!parse_u64(optarg, &v) || !v || (v & (v - 1)) || v > (1u << 20))
-				return usage_error("--ring-pages: '%s' is not a power of 2",
-						   optarg);
-			o->ring_pages = v;
-			break;
-		case OPT_LEVEL: {
-			char *end;
-			long l = strtol(optarg, &end, 10);
-
-			if (end == optarg || *end || l < -131072 || l > 22)
-				return usage_error("--level: bad zstd level '%s'", optarg);
-			o->level = l;
-			break;
-		}
-		case OPT_FLUSH_MS:
-			if (!parse_u64(optarg, &v) || !v || v > 3600000)
-				return usage_error("--flush-ms: bad value '%s'", optarg);
-			o->flush_ms = v;
-			break;
-		case OPT_STATS:
-			if (!parse_seconds(optarg, &o->stats_s))
-				return usage_error("--stats: bad period '%s'", optarg);
-			break;
-		case OPT_PRINT:
-			o->print = true;
-			break;
-		case OPT_NO_CODING:
-			o->no_coding = true;
-			break;
-		case OPT_NO_TLS:
-			o->no_tls = true;
-			break;
-		case OPT_LIBSSL:
-			if (!*optarg)
-				return usage_error("--libssl: empty path");
-			o->libssl = optarg;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("reelcap %s (event ABI %d)\n", REEL_VERSION, REEL_ABI_VERSION);
-			exit(0);
-		case ':':
-			return usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		o->cmd = &argv[optind];
-	if (o->cmd && strcmp(argv[optind - 1], "--") != 0)
-		return usage_error("unexpected argument '%s' (a command goes after --)",
-				   argv[optind]);
-	if (!o->out_path)
-		return usage_error("-w FILE is required");
-	if (o->file_count && !o->file_size)
-		return usage_error("-W needs -C");
-	return 0;
-}
-
-/* libbpf attaches syscall tracepoints through tracefs: mount it if missing. */
-static void ensure_tracefs(bool quiet)
-{
-	if (geteuid() != 0 || access("/sys/kernel/tracing/events/syscalls", F_OK) == 0 ||
-	    access("/sys/kernel/debug/tracing/events/syscalls", F_OK) == 0)
-		return;
-	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
-		if (!quiet)
-			fprintf(stderr, "reelcap: mounted tracefs on /sys/kernel/tracing\n");
-	} else {
-		fprintf(stderr,
-			"reelcap: tracefs is not mounted and mounting it on /sys/kernel/tracing "
-			"failed: %s (%d)\n",
-			strerror(errno), errno);
-	}
-}
 
 static pid_t spawn_stopped(char **cmd, int *go_fd)
 {
@@ -390,143 +86,6 @@ static pid_t spawn_stopped(char **cmd, int *go_fd)
 	return pid;
 }
 
-/* The TLS uprobes: entry and return of each function, with the skeleton's
- * link slot for each (destroyed with the others). */
-struct tls_probe {
-	const char *func;
-	struct bpf_program *prog;
-	struct bpf_link **link;
-	bool ret;
-};
-
-#define TLS_PROBES 8
-
-static void tls_probes(struct reel_trace *skel, struct tls_probe *v)
-{
-	const struct tls_probe t[TLS_PROBES] = {
-		{"SSL_write", skel->progs.ssl_write_enter, &skel->links.ssl_write_enter, false},
-		{"SSL_write", skel->progs.ssl_write_exit, &skel->links.ssl_write_exit, true},
-		{"SSL_write_ex", skel->progs.ssl_write_ex_enter, &skel->links.ssl_write_ex_enter,
-		 false},
-		{"SSL_write_ex", skel->progs.ssl_write_ex_exit, &skel->links.ssl_write_ex_exit,
-		 true},
-		{"SSL_read", skel->progs.ssl_read_enter, &skel->links.ssl_read_enter, false},
-		{"SSL_read", skel->progs.ssl_read_exit, &skel->links.ssl_read_exit, true},
-		{"SSL_read_ex", skel->progs.ssl_read_ex_enter, &skel->links.ssl_read_ex_enter,
-		 false},
-		{"SSL_read_ex", skel->progs.ssl_read_ex_exit, &skel->links.ssl_read_ex_exit, true},
-	};
-
-	memcpy(v, t, sizeof(t));
-}
-
-/* The TLS library to probe: --libssl, else the default when it exists;
- * NULL for none (--no-tls, or no library). */
-static const char *tls_library(const struct cap_opts *o)
-{
-	if (o->no_tls)
-		return NULL;
-	if (o->libssl)
-		return o->libssl;
-	return access(LIBSSL_DEFAULT, R_OK) == 0 ? LIBSSL_DEFAULT : NULL;
-}
-
-/* Attaches the uprobes to every process that maps `lib` (the programs apply
- * the filters), all or none: a failure is a warning, the capture goes on
- * without plaintext. The syscall programs look for TLS calls only once
- * tls_live is set. */
-static void tls_attach(struct reel_trace *skel, const char *lib)
-{
-	struct tls_probe v[TLS_PROBES];
-	int i, err = 0;
-
-	tls_probes(skel, v);
-	for (i = 0; i < TLS_PROBES; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = v[i].func, .retprobe = v[i].ret);
-
-		*v[i].link = bpf_program__attach_uprobe_opts(v[i].prog, -1, lib, 0, &uo);
-		if (!*v[i].link) {
-			err = -errno;
-			break;
-		}
-	}
-	if (err) {
-		fprintf(stderr,
-			"reelcap: warning: no TLS plaintext capture: attaching a %s to %s in %s "
-			"failed: %s (%d)\n",
-			v[i].ret ? "uretprobe" : "uprobe", v[i].func, lib, strerror(-err), -err);
-		for (i = 0; i < TLS_PROBES; i++) {
-			bpf_link__destroy(*v[i].link);
-			*v[i].link = NULL;
-		}
-		return;
-	}
-	skel->bss->tls_live = 1;
-}
-
-static int set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter)
-{
-	struct reel_trace__rodata *ro = skel->rodata;
-
-	ro->self_tgid = getpid();
-	ro->snaplen = o->snaplen;
-	ro->filter_pids = pid_filter;
-	if (o->has_comm) {
-		ro->filter_comm = 1;
-		memcpy((char *)ro->comm_filter, o->comm, sizeof(o->comm));
-	}
-	ro->filter_cgroup = o->cgroup_id;
-	ro->nports = o->nports;
-	for (int i = 0; i < o->nports; i++)
-		((uint16_t *)ro->ports)[i] = htons(o->ports[i]);
-	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1))
-		return -EINVAL;
-	if (!tls_library(o)) {
-		struct tls_probe v[TLS_PROBES];
-
-		tls_probes(skel, v);
-		for (int i = 0; i < TLS_PROBES; i++)
-			bpf_program__set_autoload(v[i].prog, false);
-	}
-	if (bpf_map__set_max_entries(skel->maps.tls_scratch,
-				     tls_library(o) ? libbpf_num_possible_cpus() : 1))
-		return -EINVAL;
-	return bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
-}
-
-/* Puts pid in the programs' pid set: the hash reelcap reads back at rotation
- * and the bitmap the programs test. Before attach: nothing races with it. */
-static void pid_seed(struct reel_trace *skel, uint32_t pid)
-{
-	uint32_t w = pid / 64;
-	uint64_t bits = 0;
-	uint8_t one = 1;
-
-	bpf_map__update_elem(skel->maps.pids, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
-	if (w >= REEL_PIDBITS_WORDS)
-		return;
-	bpf_map__lookup_elem(skel->maps.pidbits, &w, sizeof(w), &bits, sizeof(bits), 0);
-	bits |= 1ull << (pid % 64);
-	bpf_map__update_elem(skel->maps.pidbits, &w, sizeof(w), &bits, sizeof(bits), BPF_ANY);
-}
-
-static void kstats_read(struct reel_trace *skel, uint64_t *out, int n)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t vals[1024];
-
-	for (int k = 0; k < n; k++) {
-		uint32_t key = k;
-
-		out[k] = 0;
-		if (ncpu > 1024 || bpf_map__lookup_elem(skel->maps.kstats, &key, sizeof(key), vals,
-							sizeof(uint64_t) * ncpu, 0))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
-	}
-}
-
 static void human(double v, char *buf, size_t cap)
 {
 	const char *u[] = {"B", "kB", "MB", "GB", "TB"};
@@ -539,88 +98,49 @@ static void human(double v, char *buf, size_t cap)
 	snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-static void stats_line(const char *prefix, struct drain *d, const struct reel_writer_stats *wsp,
+static void stats_line(const char *prefix, struct cap_drain *d, const struct reel_writer_stats *wsp,
 		       int files, uint64_t t0)
 {
 	struct reel_writer_stats ws = *wsp;
 	uint64_t samples, bytes, lost, dropped;
 	char b1[32], b2[32];
 
-	drain_totals(d, &samples, &bytes, &lost, &dropped);
+	cap_drain_totals(d, &samples, &bytes, &lost, &dropped);
 	human(bytes, b1, sizeof(b1));
 	human(ws.total_file_bytes, b2, sizeof(b2));
 	fprintf(stderr,
 		"reelcap: %s%.1fs: %llu events (%s), %llu LOST, %llu DROP, %d file%s %s (%llu "
 		"bytes), "
 		"compression %.2fx\n",
-		prefix, (mono_ns() - t0) / 1e9, (unsigned long long)samples, b1,
+		prefix, (reel_now_mono_ns() - t0) / 1e9, (unsigned long long)samples, b1,
 		(unsigned long long)lost,
 		(unsigned long long)(dropped > ws.dropped_records ? dropped : ws.dropped_records),
 		files, files == 1 ? "" : "s", b2, (unsigned long long)ws.total_file_bytes,
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
 }
 
-static void write_clock(struct out *out)
+static void write_clock(struct cap_out *out)
 {
 	struct reel_clock c;
 
-	c.mono_ns = mono_ns();
-	c.real_ns = real_ns();
-	out_append(out, REEL_REC_CLOCK, REEL_CPU_NONE, c.mono_ns, &c, sizeof(c), NULL, 0);
-}
-
-static void *link_destroy_thread(void *arg)
-{
-	bpf_link__destroy(*(struct bpf_link **)arg);
-	*(struct bpf_link **)arg = NULL;
-	return NULL;
-}
-
-/* Detaching a tracepoint waits for an RCU grace period; one link after the
- * other that is seconds for ~35 links. Detach them all at once. */
-static void detach_parallel(struct reel_trace *skel)
-{
-	struct bpf_object_skeleton *s = skel ? skel->skeleton : NULL;
-	pthread_t th[64];
-	int n = 0;
-
-	if (!s)
-		return;
-	for (int i = 0; i < s->prog_cnt && n < 64; i++) {
-		struct bpf_link **l = s->progs[i].link;
-
-		if (!l || !*l)
-			continue;
-		if (pthread_create(&th[n], NULL, link_destroy_thread, l))
-			link_destroy_thread(l);
-		else
-			n++;
-	}
-	for (int i = 0; i < n; i++)
-		pthread_join(th[i], NULL);
+	c.mono_ns = reel_now_mono_ns();
+	c.real_ns = reel_now_real_ns();
+	cap_out_append(out, REEL_REC_CLOCK, REEL_CPU_NONE, c.mono_ns, &c, sizeof(c), NULL, 0);
 }
 
 /* PROC records for a new file after rotation: the processes in scope now
  * (with a pid filter: the kernel's pid set, which fork has grown). */
-static void write_procs(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter,
-			struct out *out)
+static void write_procs(struct cap_run *r)
 {
 	static uint32_t set[16384];
-	struct proc_scan ps = {};
-	uint32_t key, next, *prev = NULL;
+	struct cap_procscan ps = {};
 	int n = 0;
 
-	if (pid_filter) {
-		while (n < 16384 &&
-		       !bpf_map__get_next_key(skel->maps.pids, prev, &next, sizeof(next))) {
-			set[n++] = next;
-			key = next;
-			prev = &key;
-		}
-	}
-	if (procscan_read(&ps) == 0)
-		procscan_write(&ps, o, pid_filter ? set : NULL, n, out);
-	procscan_free(&ps);
+	if (r->pid_filter)
+		n = cap_bpf_pids(r->skel, set, 16384);
+	if (cap_procscan_read(&ps) == 0)
+		cap_procscan_write(&ps, r->o, r->pid_filter ? set : NULL, n, r->out);
+	cap_procscan_free(&ps);
 }
 
 static int child_status_exit(int status)
@@ -632,215 +152,210 @@ static int child_status_exit(int status)
 	return 1;
 }
 
-int main(int argc, char **argv)
+/* -p pids that exist, the command forked (held), and the existing
+ * descendants of both. 0 or -1 (said why). */
+static int setup_targets(struct cap_run *r)
 {
-	struct cap_opts *o = calloc(1, sizeof(*o));
-	struct reel_trace *skel = NULL;
-	struct proc_scan ps = {};
-	struct drain *d = NULL;
-	struct out *out = NULL;
-	struct reel_clock clk;
-	uint32_t pids[CAP_MAX_PIDS];
-	int npids = 0, out_fd = -1, go_fd = -1, err, ret = 1;
-	pid_t child = 0;
-	int child_status = 0;
-	bool child_done = false, pid_filter = false;
-	uint64_t t0, last_all, last_clock, last_stats, last_line, keep_caps = 0;
-	uint64_t ks[7];
-	struct reel_writer_stats ws;
-	int files;
-	struct sigaction sa = {.sa_handler = on_signal};
-
-	if (!o)
-		return 1;
-	err = parse_args(argc, argv, o);
-	if (err)
-		return err;
-	libbpf_set_print(libbpf_print);
-	reel_set_print(reel_print);
-
-	if (o->cgroup) {
-		err = cgroup_id_of(o->cgroup, &o->cgroup_id);
-		if (err) {
-			fprintf(stderr, "reelcap: --cgroup %s: %s (%d)\n", o->cgroup,
-				strerror(-err), -err);
-			return 2;
-		}
-	}
-	if (geteuid() != 0)
-		fprintf(stderr,
-			"reelcap: warning: not running as root (euid %d); loading BPF "
-			"needs CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE\n",
-			geteuid());
-
-	out_fd = out_create_file(o->out_path);
-	if (out_fd < 0) {
-		fprintf(stderr, "reelcap: cannot create %s: %s (%d)%s\n", o->out_path,
-			strerror(-out_fd), -out_fd,
-			out_fd == -ELOOP ? " (refusing to write through a symlink)" : "");
-		return 1;
-	}
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	const struct cap_opts *o = r->o;
 
 	for (int i = 0; i < o->npids; i++) {
 		if (kill(o->pids[i], 0) && errno == ESRCH) {
 			fprintf(stderr, "reelcap: -p %u: no such process\n", o->pids[i]);
-			goto out;
+			return -1;
 		}
-		pids[npids++] = o->pids[i];
+		r->pids[r->npids++] = o->pids[i];
 	}
 	if (o->cmd) {
-		child = spawn_stopped(o->cmd, &go_fd);
-		if (child < 0) {
+		r->child = spawn_stopped(o->cmd, &r->go_fd);
+		if (r->child < 0) {
 			fprintf(stderr, "reelcap: fork: %s (%d)\n", strerror(errno), errno);
-			goto out;
+			r->child = 0;
+			return -1;
 		}
-		pids[npids++] = child;
+		r->pids[r->npids++] = r->child;
 	}
-	if (npids) {
+	if (r->npids) {
 		/* descendants of -p pids that exist already */
-		if (procscan_read(&ps) == 0 &&
-		    procscan_descendants(&ps, pids, &npids, CAP_MAX_PIDS) == -E2BIG)
+		if (cap_procscan_read(&r->ps) == 0 &&
+		    cap_procscan_descendants(&r->ps, r->pids, &r->npids, CAP_MAX_PIDS) == -E2BIG)
 			fprintf(stderr,
 				"reelcap: warning: more than %d processes in the -p trees; "
 				"the first %d are seeded\n",
 				CAP_MAX_PIDS, CAP_MAX_PIDS);
-		procscan_free(&ps);
+		cap_procscan_free(&r->ps);
 	}
+	return 0;
+}
 
-	ensure_tracefs(o->quiet);
-	skel = reel_trace__open();
-	if (!skel) {
+/* open -> rodata -> load -> seed pids -> rings -> attach -> TLS probes. */
+static int setup_bpf(struct cap_run *r)
+{
+	const struct cap_opts *o = r->o;
+	int err;
+
+	cap_ensure_tracefs(o->quiet);
+	r->skel = reel_trace__open();
+	if (!r->skel) {
 		err = -errno;
 		fprintf(stderr, "reelcap: cannot open the BPF object: %s (%d)\n", strerror(-err),
 			-err);
-		goto out;
+		return -1;
 	}
-	pid_filter = npids > 0;
-	err = set_rodata(skel, o, pid_filter);
+	r->pid_filter = r->npids > 0;
+	err = cap_bpf_set_rodata(r->skel, o, r->pid_filter);
 	if (!err)
-		err = reel_trace__load(skel);
+		err = reel_trace__load(r->skel);
 	if (err) {
 		fprintf(stderr, "reelcap: loading the BPF programs failed: %s (%d)%s\n",
 			strerror(-err), -err,
 			err == -EPERM || err == -EACCES
 				? "; reelcap needs root (CAP_BPF, CAP_PERFMON)"
 				: "");
-		goto out;
+		return -1;
 	}
-	for (int i = 0; i < npids; i++)
-		pid_seed(skel, pids[i]);
+	for (int i = 0; i < r->npids; i++)
+		cap_bpf_pid_seed(r->skel, r->pids[i]);
 	/* the rings exist before the programs fire (an output with no ring is
 	 * lost without a trace); they are handed the output once the writer,
 	 * created without privileges, exists: nothing is consumed before */
-	d = drain_new(bpf_map__fd(skel->maps.events), o->ring_pages, NULL, o->count);
-	if (!d)
-		goto out;
-	err = reel_trace__attach(skel);
+	r->d = cap_drain_new(bpf_map__fd(r->skel->maps.events), o->ring_pages, NULL, o->count);
+	if (!r->d)
+		return -1;
+	err = reel_trace__attach(r->skel);
 	if (err) {
 		fprintf(stderr, "reelcap: attaching the BPF programs failed: %s (%d)\n",
 			strerror(-err), -err);
-		goto out;
+		return -1;
 	}
-	if (tls_library(o))
-		tls_attach(skel, tls_library(o));
+	if (cap_tls_library(o))
+		cap_tls_attach(r->skel, cap_tls_library(o));
+	return 0;
+}
+
+/* Drops capabilities, starts the writer, writes CLOCK and PROC records and
+ * releases the command. */
+static int setup_output(struct cap_run *r)
+{
+	const struct cap_opts *o = r->o;
+	uint64_t keep_caps = 0;
+	struct reel_clock clk;
+	int err;
+
 	/* after attach, so a process started meanwhile is seen by exec/fork events */
-	procscan_read(&ps);
+	cap_procscan_read(&r->ps);
 
 	/* Nothing below needs privileges except creating rotated files. */
 	if (o->file_size)
 		keep_caps |= 1ull << CAP_DAC_OVERRIDE;
-	err = caps_restrict(keep_caps);
+	err = cap_restrict_caps(keep_caps);
 	if (err && !o->quiet)
 		fprintf(stderr, "reelcap: warning: cannot drop capabilities: %s (%d)\n",
 			strerror(-err), -err);
 
-	clk.mono_ns = mono_ns();
-	clk.real_ns = real_ns();
-	out = out_open(o, out_fd, &clk);
-	out_fd = -1; /* owned by out (or closed) */
-	if (!out)
-		goto out;
-	drain_set_out(d, out);
+	clk.mono_ns = reel_now_mono_ns();
+	clk.real_ns = reel_now_real_ns();
+	r->out = cap_out_open(o, r->out_fd, &clk);
+	r->out_fd = -1; /* owned by out (or closed) */
+	if (!r->out)
+		return -1;
+	cap_drain_set_out(r->d, r->out);
 
-	write_clock(out);
-	procscan_write(&ps, o, npids ? pids : NULL, npids, out);
-	procscan_free(&ps);
+	write_clock(r->out);
+	cap_procscan_write(&r->ps, o, r->npids ? r->pids : NULL, r->npids, r->out);
+	cap_procscan_free(&r->ps);
 
-	if (child) {
-		if (write(go_fd, "g", 1) != 1) {
+	if (r->child) {
+		if (write(r->go_fd, "g", 1) != 1) {
 			fprintf(stderr, "reelcap: cannot release the command: %s\n",
 				strerror(errno));
-			goto out;
+			return -1;
 		}
-		close(go_fd);
-		go_fd = -1;
+		close(r->go_fd);
+		r->go_fd = -1;
 	}
 	if (!o->quiet)
 		fprintf(stderr, "reelcap: capturing to %s (%d CPUs, %u pages per ring)%s\n",
-			o->out_path, drain_ncpu(d), o->ring_pages, child ? "" : "; Ctrl-C to stop");
+			o->out_path, cap_drain_ncpu(r->d), o->ring_pages,
+			r->child ? "" : "; Ctrl-C to stop");
+	return 0;
+}
 
-	t0 = last_all = last_clock = last_stats = last_line = mono_ns();
+/* Drains the rings until a signal, -G, -c or the command's exit. */
+static void capture_loop(struct cap_run *r)
+{
+	const struct cap_opts *o = r->o;
+	uint64_t last_all, last_clock, last_stats, last_line;
+	int err;
+
+	r->t0 = last_all = last_clock = last_stats = last_line = reel_now_mono_ns();
 	while (!stop_sig) {
-		uint64_t now = mono_ns();
+		uint64_t now = reel_now_mono_ns();
 		bool all = now - last_all >= SWEEP_MS * 1000000ull;
 
-		err = drain_poll(d, POLL_MS, all);
+		err = cap_drain_poll(r->d, POLL_MS, all);
 		if (err < 0) {
 			fprintf(stderr, "reelcap: polling the rings failed: %s (%d)\n",
 				strerror(-err), -err);
 			break;
 		}
-		now = mono_ns();
+		now = reel_now_mono_ns();
 		if (all)
 			last_all = now;
-		if (out_tick(out, now) == 1) {
+		if (cap_out_tick(r->out, now) == 1) {
 			/* a rotated file stands alone: clock pair and process table */
-			write_clock(out);
+			write_clock(r->out);
 			last_clock = now;
-			write_procs(skel, o, pid_filter, out);
+			write_procs(r);
 		}
 		if (now - last_clock >= CLOCK_PERIOD_NS) {
-			write_clock(out);
+			write_clock(r->out);
 			last_clock = now;
 		}
 		if (now - last_stats >= STATS_PERIOD_NS) {
-			drain_write_stats(d);
+			cap_drain_write_stats(r->d);
 			last_stats = now;
 		}
 		if (o->stats_s && now - last_line >= o->stats_s * 1e9) {
 			struct reel_writer_stats ws;
 
-			out_stats(out, &ws);
-			stats_line("", d, &ws, out_files(out), t0);
+			cap_out_stats(r->out, &ws);
+			stats_line("", r->d, &ws, cap_out_files(r->out), r->t0);
 			last_line = now;
 		}
-		if (o->duration_s && now - t0 >= o->duration_s * 1e9)
+		if (o->duration_s && now - r->t0 >= o->duration_s * 1e9)
 			break;
-		if (drain_count_reached(d))
+		if (cap_drain_count_reached(r->d))
 			break;
-		if (child && waitpid(child, &child_status, WNOHANG) == child) {
-			child_done = true;
+		if (r->child && waitpid(r->child, &r->child_status, WNOHANG) == r->child) {
+			r->child_done = true;
 			break;
 		}
 	}
-	if (child && !child_done) {
+}
+
+/* After the loop: collects the command, drains the rest, writes the final
+ * STATS, closes the file. Returns the exit status. */
+static int finish(struct cap_run *r)
+{
+	const struct cap_opts *o = r->o;
+	struct reel_writer_stats ws;
+	uint64_t ks[7];
+	int files, err;
+
+	if (r->child && !r->child_done) {
 		/* stopped by a signal, -G or -c: pass the signal on and collect the command */
-		kill(child, stop_sig ? stop_sig : SIGTERM);
-		for (int i = 0; i < 40 && !child_done; i++) {
-			if (waitpid(child, &child_status, WNOHANG) == child)
-				child_done = true;
+		kill(r->child, stop_sig ? stop_sig : SIGTERM);
+		for (int i = 0; i < 40 && !r->child_done; i++) {
+			if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
+				r->child_done = true;
 			else
 				usleep(50000);
 		}
 	}
-	drain_consume_all(d);
-	drain_reconcile_lost(d);
-	drain_write_stats(d);
-	kstats_read(skel, ks, 7);
+	cap_drain_consume_all(r->d);
+	cap_drain_reconcile_lost(r->d);
+	cap_drain_write_stats(r->d);
+	cap_bpf_kstats(r->skel, ks, 7);
 	if (!o->quiet && (ks[0] || ks[1] || ks[2]))
 		fprintf(stderr,
 			"reelcap: kernel: %llu calls not tracked (no task storage), %llu "
@@ -854,33 +369,81 @@ int main(int argc, char **argv)
 			"captured), "
 			"%llu TLS calls with plaintext not copied (length only)\n",
 			(unsigned long long)ks[5], (unsigned long long)ks[6]);
-	files = out_files(out);
-	err = out_close(out, &ws);
-	out = NULL;
-	stats_line("final: ", d, &ws, files, t0);
-	if (err) {
+	files = cap_out_files(r->out);
+	err = cap_out_close(r->out, &ws);
+	r->out = NULL;
+	stats_line("final: ", r->d, &ws, files, r->t0);
+	if (err)
 		fprintf(stderr, "reelcap: writing %s failed: %s (%d)\n", o->out_path,
 			reel_strerror(err), err);
-		ret = 1;
-	} else {
-		ret = 0;
+	if (r->child && r->child_done)
+		return child_status_exit(r->child_status);
+	return err ? 1 : 0;
+}
+
+/* Undoes what setup did, in reverse; on a failed setup removes the file. */
+static void teardown(struct cap_run *r)
+{
+	cap_bpf_detach(r->skel);
+	cap_drain_free(r->d);
+	reel_trace__destroy(r->skel);
+	cap_out_close(r->out, NULL);
+	cap_procscan_free(&r->ps);
+	if (r->out_fd >= 0) { /* setup failed before anything was written */
+		close(r->out_fd);
+		unlink(r->o->out_path);
 	}
-	if (child && child_done)
-		ret = child_status_exit(child_status);
-out:
-	detach_parallel(skel);
-	drain_free(d);
-	reel_trace__destroy(skel);
-	out_close(out, NULL);
-	procscan_free(&ps);
-	if (out_fd >= 0) { /* setup failed before anything was written */
-		close(out_fd);
-		unlink(o->out_path);
+	if (r->go_fd >= 0)
+		close(r->go_fd); /* an unreleased command exits 126 */
+	if (r->child && !r->child_done)
+		waitpid(r->child, &r->child_status, 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct cap_run r = {.out_fd = -1, .go_fd = -1};
+	struct sigaction sa = {.sa_handler = on_signal};
+	int err, ret = 1;
+
+	r.o = calloc(1, sizeof(*r.o));
+	if (!r.o)
+		return 1;
+	err = cap_parse_args(argc, argv, r.o);
+	if (err)
+		return err;
+	cap_set_prints();
+
+	if (r.o->cgroup) {
+		err = cap_cgroup_id(r.o->cgroup, &r.o->cgroup_id);
+		if (err) {
+			fprintf(stderr, "reelcap: --cgroup %s: %s (%d)\n", r.o->cgroup,
+				strerror(-err), -err);
+			return 2;
+		}
 	}
-	if (go_fd >= 0)
-		close(go_fd); /* an unreleased command exits 126 */
-	if (child && !child_done)
-		waitpid(child, &child_status, 0);
-	free(o);
+	if (geteuid() != 0)
+		fprintf(stderr,
+			"reelcap: warning: not running as root (euid %d); loading BPF "
+			"needs CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE\n",
+			geteuid());
+
+	r.out_fd = cap_out_create_file(r.o->out_path);
+	if (r.out_fd < 0) {
+		fprintf(stderr, "reelcap: cannot create %s: %s (%d)%s\n", r.o->out_path,
+			strerror(-r.out_fd), -r.out_fd,
+			r.out_fd == -ELOOP ? " (refusing to write through a symlink)" : "");
+		return 1;
+	}
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (!setup_targets(&r) && !setup_bpf(&r) && !setup_output(&r)) {
+		capture_loop(&r);
+		ret = finish(&r);
+	}
+	teardown(&r);
+	free(r.o);
 	return ret;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reelcap internals shared by its files: options, the record output (writer,
- * rotation, --print pipeline), the ring drain, the /proc scan and the
- * capability drop. Not a library: functions print their own errors.
+ * rotation, --print pipeline), the ring drain, the /proc scan, the BPF
+ * object's settings and maps, the TLS probes and the capability drop. Not a
+ * library: functions print their own errors. Every name here starts with
+ * cap_ (CAP_ for constants).
  */
-#ifndef REELCAP_H
-#define REELCAP_H
+#ifndef REEL_REELCAP_H
+#define REEL_REELCAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,8 +16,12 @@
 
 #include "reel_format.h"
 
-#define CAP_MAX_PIDS  256
-#define CAP_MAX_PORTS 16 /* == REEL_PORTS_MAX in reel_trace.bpf.c */
+#define CAP_MAX_PIDS	   256
+#define CAP_MAX_PORTS	   16 /* == REEL_PORTS_MAX in reel_trace.bpf.c */
+#define CAP_RING_PAGES_DEF 512
+#define CAP_LIBSSL_DEFAULT "/usr/lib/x86_64-linux-gnu/libssl.so.3"
+
+struct reel_trace; /* the BPF skeleton (reel_trace.skel.h) */
 
 struct cap_opts {
 	const char *out_path;
@@ -46,40 +52,46 @@ struct cap_opts {
 	char **argv;
 };
 
-uint64_t mono_ns(void);
-uint64_t real_ns(void);
+/* ------------------------------------------------------------------ */
+/* options.c: the command line                                        */
+
+/* Fills *o from argv; 0, or 2 (the exit status) after printing what is wrong
+ * and the usage. --help and --version print and exit 0. */
+int cap_parse_args(int argc, char **argv, struct cap_opts *o);
+/* Routes libbpf's and libreelformat's messages to stderr (debug with -v). */
+void cap_set_prints(void);
 
 /* ------------------------------------------------------------------ */
 /* output.c: every record reelcap writes goes through here            */
 
-struct out;
+struct cap_out;
 
-/* Takes ownership of fd (an empty file created by out_create_file). */
-struct out *out_open(const struct cap_opts *o, int fd, const struct reel_clock *clk);
+/* Takes ownership of fd (an empty file created by cap_out_create_file). */
+struct cap_out *cap_out_open(const struct cap_opts *o, int fd, const struct reel_clock *clk);
 /* Appends a record (payload a then b) to the file and, with --print, to the
  * pipeline. Returns 0 or the writer's negative errno (the record is then
  * dropped and counted; see reel_writer__append). */
-int out_append(struct out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
-	       uint32_t alen, const void *b, uint32_t blen);
+int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+		   uint32_t alen, const void *b, uint32_t blen);
 /* Periodic work: closes old blocks, rotates by size. Returns 1 when it
  * started a new file, else 0. */
-int out_tick(struct out *out, uint64_t now);
-void out_stats(const struct out *out, struct reel_writer_stats *st);
-int out_files(const struct out *out);
+int cap_out_tick(struct cap_out *out, uint64_t now);
+void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st);
+int cap_out_files(const struct cap_out *out);
 /* Finishes the pipeline and the file; fills *final (if not NULL) with the
  * writer's stats including the footer. Returns the writer's first error. */
-int out_close(struct out *out, struct reel_writer_stats *final);
+int cap_out_close(struct cap_out *out, struct reel_writer_stats *final);
 
 /* Creates path for writing as reelcap does: 0600, never through a symlink;
  * an existing regular file is replaced (like tcpdump -w). Returns fd or -errno. */
-int out_create_file(const char *path);
+int cap_out_create_file(const char *path);
 
 /* ------------------------------------------------------------------ */
 /* drain.c: perf rings -> records                                     */
 
-struct drain;
+struct cap_drain;
 
-struct drain_cpu {
+struct cap_drain_cpu {
 	int cpu;
 	int fd; /* the ring's perf event fd (owned by libbpf) */
 	uint64_t id;
@@ -88,55 +100,89 @@ struct drain_cpu {
 	uint64_t dropped;	     /* records the writer refused */
 };
 
-struct drain *drain_new(int map_fd, uint32_t ring_pages, struct out *out, uint64_t count);
-void drain_set_out(struct drain *d, struct out *out);
+struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out *out,
+				uint64_t count);
+void cap_drain_set_out(struct cap_drain *d, struct cap_out *out);
 /* Waits up to timeout_ms for a watermark wakeup and consumes what woke; with
  * `all`, consumes every ring (quiet CPUs never reach the watermark). */
-int drain_poll(struct drain *d, int timeout_ms, bool all);
-int drain_consume_all(struct drain *d);
-bool drain_count_reached(const struct drain *d);
-int drain_ncpu(const struct drain *d);
-const struct drain_cpu *drain_cpu(const struct drain *d, int i);
+int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all);
+int cap_drain_consume_all(struct cap_drain *d);
+bool cap_drain_count_reached(const struct cap_drain *d);
+int cap_drain_ncpu(const struct cap_drain *d);
+const struct cap_drain_cpu *cap_drain_cpu(const struct cap_drain *d, int i);
 /* PERF_FORMAT_LOST count of ring i (read from its event fd), or -errno. */
-int64_t drain_kernel_lost(const struct drain *d, int i);
+int64_t cap_drain_kernel_lost(const struct cap_drain *d, int i);
 /* Appends one STATS record (per-CPU counters, lost = kernel count). */
-int drain_write_stats(struct drain *d);
+int cap_drain_write_stats(struct cap_drain *d);
 /* At the end: a ring whose kernel lost count exceeds its LOST records lost
  * samples after its last record (the kernel writes PERF_RECORD_LOST only on
  * the next successful output): writes that LOST record at the end of the
  * ring's stream, which is where the loss is. Returns records written. */
-int drain_reconcile_lost(struct drain *d);
-void drain_totals(const struct drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
-		  uint64_t *dropped);
-void drain_free(struct drain *d);
+int cap_drain_reconcile_lost(struct cap_drain *d);
+void cap_drain_totals(const struct cap_drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
+		      uint64_t *dropped);
+void cap_drain_free(struct cap_drain *d);
 
 /* ------------------------------------------------------------------ */
 /* procscan.c: the processes in scope at start                        */
 
-struct proc_entry;
-struct proc_scan {
-	struct proc_entry *v;
+struct cap_proc_entry;
+struct cap_procscan {
+	struct cap_proc_entry *v;
 	int n;
 };
 
 /* Reads /proc: every process, with pid, ppid, start time, comm, exe,
  * cmdline, cgroup. */
-int procscan_read(struct proc_scan *ps);
+int cap_procscan_read(struct cap_procscan *ps);
 /* Adds to pids[] every descendant of the pids already in it (by ppid). */
-int procscan_descendants(const struct proc_scan *ps, uint32_t *pids, int *npids, int max);
+int cap_procscan_descendants(const struct cap_procscan *ps, uint32_t *pids, int *npids, int max);
 /* Writes a PROC record for each process in scope of the options; pids NULL
  * means no pid filter. */
-int procscan_write(const struct proc_scan *ps, const struct cap_opts *o, const uint32_t *pids,
-		   int npids, struct out *out);
-void procscan_free(struct proc_scan *ps);
+int cap_procscan_write(const struct cap_procscan *ps, const struct cap_opts *o,
+		       const uint32_t *pids, int npids, struct cap_out *out);
+void cap_procscan_free(struct cap_procscan *ps);
 /* cgroup v2 id (kernfs inode) of a cgroup path, absolute or under /sys/fs/cgroup. */
-int cgroup_id_of(const char *path, uint64_t *id);
+int cap_cgroup_id(const char *path, uint64_t *id);
+
+/* ------------------------------------------------------------------ */
+/* bpfload.c: the BPF object between open and destroy                 */
+
+/* libbpf attaches syscall tracepoints through tracefs: mounts it if missing. */
+void cap_ensure_tracefs(bool quiet);
+/* Before load: filters, snaplen, map sizes; TLS programs not loaded without
+ * a TLS library. 0 or -errno. */
+int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter);
+/* Puts pid in the programs' pid set: the hash reelcap reads back at rotation
+ * and the bitmap the programs test. Before attach: nothing races with it. */
+void cap_bpf_pid_seed(struct reel_trace *skel, uint32_t pid);
+/* The pid set as the programs have grown it (fork): up to max pids. */
+int cap_bpf_pids(struct reel_trace *skel, uint32_t *set, int max);
+/* The first n kernel counters (kstats), summed over CPUs. */
+void cap_bpf_kstats(struct reel_trace *skel, uint64_t *out, int n);
+/* Detaching a tracepoint waits for an RCU grace period; one link after the
+ * other that is seconds for ~35 links. Detaches them all at once. */
+void cap_bpf_detach(struct reel_trace *skel);
+
+/* ------------------------------------------------------------------ */
+/* tlsprobe.c: TLS plaintext uprobes                                  */
+
+/* The TLS library to probe: --libssl, else the default when it exists;
+ * NULL for none (--no-tls, or no library). */
+const char *cap_tls_library(const struct cap_opts *o);
+/* Before load: the TLS programs are not loaded (no library to probe). */
+void cap_tls_noload(struct reel_trace *skel);
+/* Attaches the uprobes to every process that maps `lib` (the programs apply
+ * the filters), all or none: a failure is a warning, the capture goes on
+ * without plaintext. The syscall programs look for TLS calls only once
+ * tls_live is set. */
+void cap_tls_attach(struct reel_trace *skel, const char *lib);
 
 /* ------------------------------------------------------------------ */
 /* caps.c                                                              */
 
 /* Keeps only the capabilities in `keep` (bit n = capability n) in the
  * effective, permitted and bounding sets of the calling thread. */
-int caps_restrict(uint64_t keep);
+int cap_restrict_caps(uint64_t keep);
 
-#endif /* REELCAP_H */
+#endif /* REEL_REELCAP_H */

@@ -105,9 +105,6 @@ __attribute__((format(printf, 2, 3))) void reel_pr(enum reel_print_level level, 
 /* CRC-32 (IEEE 802.3, as zlib's crc32()); crc = 0 to start. */
 uint32_t reel_crc32(uint32_t crc, const void *buf, size_t len);
 
-uint64_t reel_now_mono_ns(void);
-uint64_t reel_now_real_ns(void);
-
 /* Per-block statistics the writer and the scanning reader compute. */
 struct reel_cpu_count;
 struct reel_blkstat {

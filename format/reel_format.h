@@ -60,6 +60,11 @@ enum reel_errno {
 /* Like strerror(), for both errno values and REEL_ERR_* (pass either sign). */
 const char *reel_strerror(int err);
 
+/* CLOCK_MONOTONIC (the clock of record timestamps) and CLOCK_REALTIME, in
+ * ns; 0 if the clock cannot be read. */
+uint64_t reel_now_mono_ns(void);
+uint64_t reel_now_real_ns(void);
+
 /* ------------------------------------------------------------------ */
 /* Records                                                             */
 
@@ -373,6 +378,11 @@ int reel_writer__flush(struct reel_writer *w);
 int reel_writer__rotate(struct reel_writer *w, const char *path);
 
 void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st);
+
+/* The header of the file being written, as a reader parses it from the file
+ * (clock pair, host facts, ABI version, coding). Owned by the writer, valid
+ * until the next rotate or close. */
+const struct reel_header *reel_writer__header(const struct reel_writer *w);
 
 /* Flushes, writes index and seek table, closes the fd and frees. Returns the
  * first error seen over the writer's life (0 if none). Accepts NULL. */

@@ -67,6 +67,7 @@ static const uint32_t pd_reason[PD_N] = {REEL_DROP_WRITER_BEHIND, REEL_DROP_WRIT
 
 struct reel_writer {
 	struct reel_writer_opts o;
+	struct reel_header hdr; /* of the current file, parsed back */
 	char *hostname, *kernel, *boot_id, *tool_version;
 	char **argv;
 	uint32_t page_size;
@@ -676,7 +677,7 @@ static int write_header(struct reel_writer *w)
 {
 	struct reel_hdr_facts f = {0};
 	struct utsname un;
-	char host[256] = "", boot[64] = "";
+	char host[256] = "", boot[64] = "", perr[160];
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int err;
@@ -709,6 +710,8 @@ static int write_header(struct reel_writer *w)
 	err = reel_header_build(&f, &buf, &len);
 	if (err)
 		return err;
+	/* what a reader of this file will see (reel_writer__header) */
+	reel_header_parse(buf + 8, len - 8, &w->hdr, perr, sizeof(perr));
 	err = push_frame(w, (uint32_t)len, 0);
 	if (!err) {
 		err = write_frame(w, buf, len);
@@ -1111,6 +1114,11 @@ int reel_writer__rotate(struct reel_writer *w, const char *path)
 		}
 	}
 	return err;
+}
+
+const struct reel_header *reel_writer__header(const struct reel_writer *w)
+{
+	return &w->hdr;
 }
 
 void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st)

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The BPF object's settings and maps as reelcap uses them between open and
+ * destroy: tracefs, rodata before load, the pid set, the kernel's counters,
+ * and detaching every link at once.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/mount.h>
+#include <bpf/libbpf.h>
+
+#include "reelcap.h"
+#include "reel_abi.h"
+#include "reel_trace.skel.h"
+
+void cap_ensure_tracefs(bool quiet)
+{
+	if (geteuid() != 0 || access("/sys/kernel/tracing/events/syscalls", F_OK) == 0 ||
+	    access("/sys/kernel/debug/tracing/events/syscalls", F_OK) == 0)
+		return;
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
+		if (!quiet)
+			fprintf(stderr, "reelcap: mounted tracefs on /sys/kernel/tracing\n");
+	} else {
+		fprintf(stderr,
+			"reelcap: tracefs is not mounted and mounting it on /sys/kernel/tracing "
+			"failed: %s (%d)\n",
+			strerror(errno), errno);
+	}
+}
+
+int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter)
+{
+	struct reel_trace__rodata *ro = skel->rodata;
+
+	ro->self_tgid = getpid();
+	ro->snaplen = o->snaplen;
+	ro->filter_pids = pid_filter;
+	if (o->has_comm) {
+		ro->filter_comm = 1;
+		memcpy((char *)ro->comm_filter, o->comm, sizeof(o->comm));
+	}
+	ro->filter_cgroup = o->cgroup_id;
+	ro->nports = o->nports;
+	for (int i = 0; i < o->nports; i++)
+		((uint16_t *)ro->ports)[i] = htons(o->ports[i]);
+	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1))
+		return -EINVAL;
+	if (!cap_tls_library(o))
+		cap_tls_noload(skel);
+	if (bpf_map__set_max_entries(skel->maps.tls_scratch,
+				     cap_tls_library(o) ? libbpf_num_possible_cpus() : 1))
+		return -EINVAL;
+	return bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
+}
+
+void cap_bpf_pid_seed(struct reel_trace *skel, uint32_t pid)
+{
+	uint32_t w = pid / 64;
+	uint64_t bits = 0;
+	uint8_t one = 1;
+
+	bpf_map__update_elem(skel->maps.pids, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
+	if (w >= REEL_PIDBITS_WORDS)
+		return;
+	bpf_map__lookup_elem(skel->maps.pidbits, &w, sizeof(w), &bits, sizeof(bits), 0);
+	bits |= 1ull << (pid % 64);
+	bpf_map__update_elem(skel->maps.pidbits, &w, sizeof(w), &bits, sizeof(bits), BPF_ANY);
+}
+
+int cap_bpf_pids(struct reel_trace *skel, uint32_t *set, int max)
+{
+	uint32_t key, next, *prev = NULL;
+	int n = 0;
+
+	while (n < max && !bpf_map__get_next_key(skel->maps.pids, prev, &next, sizeof(next))) {
+		set[n++] = next;
+		key = next;
+		prev = &key;
+	}
+	return n;
+}
+
+void cap_bpf_kstats(struct reel_trace *skel, uint64_t *out, int n)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[1024];
+
+	for (int k = 0; k < n; k++) {
+		uint32_t key = k;
+
+		out[k] = 0;
+		if (ncpu > 1024 || bpf_map__lookup_elem(skel->maps.kstats, &key, sizeof(key), vals,
+							sizeof(uint64_t) * ncpu, 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+}
+
+static void *link_destroy_thread(void *arg)
+{
+	bpf_link__destroy(*(struct bpf_link **)arg);
+	*(struct bpf_link **)arg = NULL;
+	return NULL;
+}
+
+void cap_bpf_detach(struct reel_trace *skel)
+{
+	struct bpf_object_skeleton *s = skel ? skel->skeleton : NULL;
+	pthread_t th[64];
+	int n = 0;
+
+	if (!s)
+		return;
+	for (int i = 0; i < s->prog_cnt && n < 64; i++) {
+		struct bpf_link **l = s->progs[i].link;
+
+		if (!l || !*l)
+			continue;
+		if (pthread_create(&th[n], NULL, link_destroy_thread, l))
+			link_destroy_thread(l);
+		else
+			n++;
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * reelcap's command line: the options, their checks (exit status 2 with the
+ * usage on a bad one) and where the libraries' messages go (-v, -q).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+
+#include "reelcap.h"
+#include "reel_abi.h"
+
+static bool verbose;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: reelcap -w FILE [options] [-- COMMAND [ARGS...]]\n"
+		"Capture socket payloads (TCP, UDP over IPv4/IPv6, Unix stream) of processes\n"
+		"into a .reel file. With COMMAND: run it, capture its process tree only, stop\n"
+		"when it exits and exit with its status.\n"
+		"\n"
+		"  -w, --write FILE       output file (created 0600; an existing regular file is\n"
+		"                         replaced, a symlink is refused)\n"
+		"  -p, --pid PID          capture this process and its descendants (repeatable)\n"
+		"      --comm NAME        only processes (threads) with this comm\n"
+		"      --port PORT        only inet sockets with this local or remote port "
+		"(repeatable)\n"
+		"      --cgroup PATH      only this cgroup v2 (path under the cgroup2 mount)\n"
+		"  -s, --snaplen BYTES    payload bytes captured per call and direction (0..%u, "
+		"default %u)\n"
+		"  -G, --duration SEC     stop after SEC seconds\n"
+		"  -c, --count N          stop after N kernel events\n"
+		"  -C, --file-size SIZE   rotate when the file reaches SIZE (MB = 1e6 bytes; k, M, "
+		"G suffix)\n"
+		"  -W, --file-count N     with -C: keep N files FILE, FILE.1 .. FILE.N-1, reusing "
+		"them\n"
+		"      --ring-pages N     perf ring pages per CPU, power of 2 (default %d)\n"
+		"      --level N          zstd level, negative for --fast (default 1)\n"
+		"      --no-coding        store records as they are (format 1.0, for 1.x readers;\n"
+		"                         about 3x larger files)\n"
+		"      --flush-ms MS      close a block at this age (default 1000)\n"
+		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
+		"      --print            also print events live through the replay pipeline\n"
+		"      --no-tls           no TLS plaintext capture (uprobes on libssl)\n"
+		"      --libssl PATH      the TLS library to probe (default %s,\n"
+		"                         when it exists): SSL_read/SSL_write and the _ex "
+		"variants\n"
+		"  -q, --quiet            no informational messages\n"
+		"  -v, --verbose          libbpf debug output\n"
+		"  -h, --help             this text\n"
+		"  -V, --version          version\n",
+		REEL_SNAPLEN_DEFAULT, REEL_SNAPLEN_DEFAULT, CAP_RING_PAGES_DEF, CAP_LIBSSL_DEFAULT);
+}
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "reelcap: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	usage(stderr);
+	return 2;
+}
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return !errno && end != s && !*end && s[0] != '-';
+}
+
+static bool parse_size(const char *s, uint64_t *v)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || end == s || d <= 0)
+		return false;
+	switch (*end) {
+	case 0:
+	case 'M':
+	case 'm':
+		d *= 1e6;
+		break;
+	case 'k':
+	case 'K':
+		d *= 1e3;
+		break;
+	case 'G':
+	case 'g':
+		d *= 1e9;
+		break;
+	default:
+		return false;
+	}
+	if (*end && end[1])
+		return false;
+	*v = (uint64_t)d;
+	return true;
+}
+
+static bool parse_seconds(const char *s, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	return !errno && end != s && !*end && *v > 0 && isfinite(*v);
+}
+
+enum {
+	OPT_COMM = 256,
+	OPT_PORT,
+	OPT_CGROUP,
+	OPT_RING_PAGES,
+	OPT_LEVEL,
+	OPT_FLUSH_MS,
+	OPT_STATS,
+	OPT_PRINT,
+	OPT_NO_CODING,
+	OPT_NO_TLS,
+	OPT_LIBSSL,
+};
+
+int cap_parse_args(int argc, char **argv, struct cap_opts *o)
+{
+	static const struct option lo[] = {
+		{"write", required_argument, NULL, 'w'},
+		{"pid", required_argument, NULL, 'p'},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"port", required_argument, NULL, OPT_PORT},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"snaplen", required_argument, NULL, 's'},
+		{"duration", required_argument, NULL, 'G'},
+		{"count", required_argument, NULL, 'c'},
+		{"file-size", required_argument, NULL, 'C'},
+		{"file-count", required_argument, NULL, 'W'},
+		{"ring-pages", required_argument, NULL, OPT_RING_PAGES},
+		{"level", required_argument, NULL, OPT_LEVEL},
+		{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
+		{"stats", required_argument, NULL, OPT_STATS},
+		{"print", no_argument, NULL, OPT_PRINT},
+		{"no-coding", no_argument, NULL, OPT_NO_CODING},
+		{"no-tls", no_argument, NULL, OPT_NO_TLS},
+		{"libssl", required_argument, NULL, OPT_LIBSSL},
+		{"quiet", no_argument, NULL, 'q'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{},
+	};
+	uint64_t v;
+	int c;
+
+	o->snaplen = REEL_SNAPLEN_DEFAULT;
+	o->ring_pages = CAP_RING_PAGES_DEF;
+	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
+	o->flush_ms = 1000;
+	o->argc = argc;
+	o->argv = argv;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+w:p:s:G:c:C:W:qvhV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			o->out_path = optarg;
+			break;
+		case 'p':
+			if (!parse_u64(optarg, &v) || !v || v > INT_MAX)
+				return usage_error("-p: bad pid '%s'", optarg);
+			if (o->npids >= CAP_MAX_PIDS / 2)
+				return usage_error("-p: at most %d pids", CAP_MAX_PIDS / 2);
+			o->pids[o->npids++] = v;
+			break;
+		case OPT_COMM:
+			if (!*optarg || strlen(optarg) > 15)
+				return usage_error("--comm: '%s' is not 1..15 characters", optarg);
+			snprintf(o->comm, sizeof(o->comm), "%s", optarg);
+			o->has_comm = true;
+			break;
+		case OPT_PORT:
+			if (!parse_u64(optarg, &v) || !v || v > 65535)
+				return usage_error("--port: bad port '%s' (1..65535)", optarg);
+			if (o->nports >= CAP_MAX_PORTS)
+				return usage_error("--port: at most %d ports", CAP_MAX_PORTS);
+			o->ports[o->nports++] = v;
+			break;
+		case OPT_CGROUP:
+			o->cgroup = optarg;
+			break;
+		case 's':
+			if (!parse_u64(optarg, &v) || v > REEL_SNAPLEN_DEFAULT)
+				return usage_error("-s: snaplen '%s' not in 0..%u", optarg,
+						   REEL_SNAPLEN_DEFAULT);
+			o->snaplen = v;
+			break;
+		case 'G':
+			if (!parse_seconds(optarg, &o->duration_s))
+				return usage_error("-G: bad duration '%s' (seconds > 0)", optarg);
+			break;
+		case 'c':
+			if (!parse_u64(optarg, &o->count) || !o->count)
+				return usage_error("-c: bad count '%s'", optarg);
+			break;
+		case 'C':
+			if (!parse_size(optarg, &o->file_size))
+				return usage_error("-C: bad size '%s'", optarg);
+			break;
+		case 'W':
+			if (!parse_u64(optarg, &v) || !v || v > 100000)
+				return usage_error("-W: bad file count '%s'", optarg);
+			o->file_count = v;
+			break;
+		case OPT_RING_PAGES:
+			if (!parse_u64(optarg, &v) || !v || (v & (v - 1)) || v > (1u << 20))
+				return usage_error("--ring-pages: '%s' is not a power of 2",
+						   optarg);
+			o->ring_pages = v;
+			break;
+		case OPT_LEVEL: {
+			char *end;
+			long l = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || l < -131072 || l > 22)
+				return usage_error("--level: bad zstd level '%s'", optarg);
+			o->level = l;
+			break;
+		}
+		case OPT_FLUSH_MS:
+			if (!parse_u64(optarg, &v) || !v || v > 3600000)
+				return usage_error("--flush-ms: bad value '%s'", optarg);
+			o->flush_ms = v;
+			break;
+		case OPT_STATS:
+			if (!parse_seconds(optarg, &o->stats_s))
+				return usage_error("--stats: bad period '%s'", optarg);
+			break;
+		case OPT_PRINT:
+			o->print = true;
+			break;
+		case OPT_NO_CODING:
+			o->no_coding = true;
+			break;
+		case OPT_NO_TLS:
+			o->no_tls = true;
+			break;
+		case OPT_LIBSSL:
+			if (!*optarg)
+				return usage_error("--libssl: empty path");
+			o->libssl = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("reelcap %s (event ABI %d)\n", REEL_VERSION, REEL_ABI_VERSION);
+			exit(0);
+		case ':':
+			return usage_error("option '%s' needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o->cmd = &argv[optind];
+	if (o->cmd && strcmp(argv[optind - 1], "--") != 0)
+		return usage_error("unexpected argument '%s' (a command goes after --)",
+				   argv[optind]);
+	if (!o->out_path)
+		return usage_error("-w FILE is required");
+	if (o->file_count && !o->file_size)
+		return usage_error("-W needs -C");
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int reel_print(enum reel_print_level level, const char *fmt, va_list ap)
+{
+	if (level == REEL_DEBUG && !verbose)
+		return 0;
+	fprintf(stderr, "reelcap: ");
+	return vfprintf(stderr, fmt, ap);
+}
+
+void cap_set_prints(void)
+{
+	libbpf_set_print(libbpf_print);
+	reel_set_print(reel_print);
+}
