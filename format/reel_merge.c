@@ -121,13 +121,7 @@ struct reel_merge {
 
 static inline bool ent_less(const struct ment *a, const struct ment *b)
 {
-	if (a->rec.ts_ns != b->rec.ts_ns)
-		return a->rec.ts_ns < b->rec.ts_ns;
-	if (a->rec.file_idx != b->rec.file_idx)
-		return a->rec.file_idx < b->rec.file_idx;
-	if (a->rec.cpu != b->rec.cpu)
-		return a->rec.cpu < b->rec.cpu;
-	return a->seq < b->seq;
+	return reel_record_before(&a->rec, a->seq, &b->rec, b->seq);
 }
 
 static inline struct ment *run_at(const struct run *r, uint32_t i)
@@ -294,9 +288,7 @@ static int blk_detach(struct reel_merge *m, struct msrc *s)
 	nb->len = 0;
 	nb->detached = false;
 	nb->next = NULL;
-	r->buf = nb->buf;
-	r->bufcap = nb->cap;
-	r->roff = r->blen = 0;
+	reel_reader__swap_buf(r, nb->buf, nb->cap);
 	s->cur = nb;
 	return 0;
 }
@@ -607,9 +599,7 @@ static int pull(struct reel_merge *m, int i)
 			return rc;
 		rc = reel_reader__next(r, &e.rec);
 		/* the reader may have grown its buffer */
-		s->cur->buf = r->buf;
-		s->cur->cap = r->bufcap;
-		s->cur->len = r->blen;
+		reel_reader__buf(r, &s->cur->buf, &s->cur->cap, &s->cur->len);
 	}
 	if (rc < 0) {
 		snprintf(m->errmsg, sizeof(m->errmsg), "file %d: %s", i, reel_reader__errmsg(r));

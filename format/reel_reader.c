@@ -870,6 +870,20 @@ int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec)
 	return reel_reader__next_in_block_inl(r, rec);
 }
 
+void reel_reader__buf(const struct reel_reader *r, uint8_t **buf, size_t *cap, size_t *len)
+{
+	*buf = r->buf;
+	*cap = r->bufcap;
+	*len = r->blen;
+}
+
+void reel_reader__swap_buf(struct reel_reader *r, uint8_t *buf, size_t cap)
+{
+	r->buf = buf;
+	r->bufcap = cap;
+	r->roff = r->blen = 0;
+}
+
 int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 {
 	if (!r || !rec)

@@ -104,6 +104,16 @@ static inline int reel_reader__next_in_block_inl(struct reel_reader *r, struct r
 	return 0;
 }
 
+/* The record buffer hand-off (reel_merge keeps a block's records alive
+ * while they wait in its heap). reel_reader__buf: the buffer the records of
+ * the block the reader holds live in, its capacity and the bytes used (the
+ * reader may have grown it while loading). reel_reader__swap_buf: the reader
+ * lets go of that buffer (the caller owns it now) and loads its next block
+ * into buf (cap bytes; NULL and 0 are fine, it grows it as needed). Call
+ * only when reel_reader__next_in_block returned 0. */
+void reel_reader__buf(const struct reel_reader *r, uint8_t **buf, size_t *cap, size_t *len);
+void reel_reader__swap_buf(struct reel_reader *r, uint8_t *buf, size_t cap);
+
 /* The block index when it costs no scan (a footer index that covers every
  * block of a file whose frames come from its seek table): the number of
  * blocks and *out (valid until the reader frees its index), or -1. */

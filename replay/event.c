@@ -48,9 +48,7 @@ static int bad(const struct reel_record *rec, const char *fmt, ...)
 	va_end(ap);
 	snprintf(decode_err, sizeof(decode_err), "file %u block %u cpu %u ts %" PRIu64 ": %s",
 		 rec->file_idx, rec->block, rec->cpu, rec->ts_ns, msg);
-	/* The library exposes its callback only through the setter. */
-	fn = reel_set_print(NULL);
-	reel_set_print(fn);
+	fn = reel_get_print();
 	if (fn)
 		print_cb(fn, "reel: bad event: %s\n", decode_err);
 	return -EBADMSG;

@@ -2459,10 +2459,9 @@ static int parse_conn(struct reel_pipeline *p, const char *s)
 static void print_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void print_msg(const char *fmt, ...)
 {
-	reel_print_fn_t fn = reel_set_print(NULL);
+	reel_print_fn_t fn = reel_get_print();
 	va_list ap;
 
-	reel_set_print(fn);
 	if (!fn)
 		return;
 	va_start(ap, fmt);

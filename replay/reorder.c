@@ -25,13 +25,7 @@ void reel_reorder_free(struct reel_reorder *r)
 
 static bool less(const struct reel_held *a, const struct reel_held *b)
 {
-	if (a->rec.ts_ns != b->rec.ts_ns)
-		return a->rec.ts_ns < b->rec.ts_ns;
-	if (a->rec.file_idx != b->rec.file_idx)
-		return a->rec.file_idx < b->rec.file_idx;
-	if (a->rec.cpu != b->rec.cpu)
-		return a->rec.cpu < b->rec.cpu;
-	return a->seq < b->seq;
+	return reel_record_before(&a->rec, a->seq, &b->rec, b->seq);
 }
 
 int reel_reorder_push(struct reel_reorder *r, const struct reel_record *rec)

@@ -1822,6 +1822,38 @@ static void test_coding_header(void **state)
 	free(buf);
 }
 
+static int counting_calls;
+
+static int counting(enum reel_print_level l, const char *fmt, va_list ap)
+{
+	(void)l;
+	(void)fmt;
+	(void)ap;
+	counting_calls++;
+	return 0;
+}
+
+/* The callback is read with the getter (replay reports through it), set
+ * with the setter that returns the previous one, and NULL silences. */
+static void test_print_get_set(void **state)
+{
+	reel_print_fn_t was = reel_get_print();
+
+	(void)state;
+	assert_ptr_equal(was, quiet);
+	assert_ptr_equal(reel_set_print(counting), quiet);
+	assert_ptr_equal(reel_get_print(), counting);
+	counting_calls = 0;
+	reel_pr(REEL_WARN, "x %d\n", 1);
+	assert_int_equal(counting_calls, 1);
+	assert_ptr_equal(reel_set_print(NULL), counting);
+	assert_null(reel_get_print());
+	reel_pr(REEL_WARN, "x %d\n", 2);
+	assert_int_equal(counting_calls, 1);
+	assert_null(reel_set_print(was));
+	assert_ptr_equal(reel_get_print(), quiet);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -1845,6 +1877,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_print_get_set),
 		cmocka_unit_test(test_copy_header),
 		cmocka_unit_test(test_roundtrip_types),
 		cmocka_unit_test_prestate(test_cut_every_offset, NULL),

@@ -44,9 +44,12 @@ enum reel_print_level {
 
 typedef int (*reel_print_fn_t)(enum reel_print_level level, const char *fmt, va_list ap);
 
-/* Sets the print callback; returns the previous one. NULL silences the
- * library. The default prints WARN and INFO to stderr. */
+/* Sets the print callback atomically; returns the previous one. NULL
+ * silences the libraries (format/ and replay/ both report through it). The
+ * default prints WARN and INFO to stderr. */
 reel_print_fn_t reel_set_print(reel_print_fn_t fn);
+/* The print callback now set (NULL: silenced). */
+reel_print_fn_t reel_get_print(void);
 
 /* Domain-specific error codes live above 4000 so they never collide with errno. */
 enum reel_errno {
@@ -168,6 +171,23 @@ struct reel_record {
 	uint32_t block;	   /* data block number within its file, from 0 */
 	uint32_t file_idx; /* index of the source in a merger, else 0 */
 };
+
+/* The one order of records from several streams (per-CPU rings, input
+ * files): timestamp, then input file, then CPU, then arrival (`seq`, the
+ * order the caller got them in). reel_merge releases records in it, and the
+ * replay pipeline's reorder stage puts live input in it. True if a (arrived
+ * as aseq) comes before b. */
+static inline bool reel_record_before(const struct reel_record *a, uint64_t aseq,
+				      const struct reel_record *b, uint64_t bseq)
+{
+	if (a->ts_ns != b->ts_ns)
+		return a->ts_ns < b->ts_ns;
+	if (a->file_idx != b->file_idx)
+		return a->file_idx < b->file_idx;
+	if (a->cpu != b->cpu)
+		return a->cpu < b->cpu;
+	return aseq < bseq;
+}
 
 /* ------------------------------------------------------------------ */
 /* File header metadata                                                */
