@@ -14,7 +14,9 @@
 
 #include "reelcap.h"
 #include "reel_abi.h"
-#include "pipeline.h"
+#ifdef REEL_HAVE_PIPELINE
+#include "reel_pipeline.h"
+#endif
 #include "abi_coding.h"
 
 struct cap_out {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Event decoding and formatting (event.h). Input is untrusted: every length
+ * Event decoding and formatting (reel_event.h). Input is untrusted: every length
  * is checked before it is used and every multi-byte field is read with
  * memcpy, so unaligned or short records never fault.
  */
-#include "event.h"
+#include "reel_event.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

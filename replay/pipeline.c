@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The replay pipeline (pipeline.h): reorder -> decode -> connection table ->
+ * The replay pipeline (reel_pipeline.h): reorder -> decode -> connection table ->
  * reassembly -> detection -> L7 parsers -> sinks. See ARCHITECTURE.md.
  */
-#include "pipeline.h"
+#include "reel_pipeline.h"
 #include "outq.h"
 #include "workq.h"
 
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "event.h"
+#include "reel_event.h"
 #include "pcapng.h"
 #include "reasm.h"
 #include "reorder.h"

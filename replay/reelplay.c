@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "event.h"
-#include "pipeline.h"
+#include "reel_event.h"
+#include "reel_pipeline.h"
 #include "reel_format.h"
-#include "timearg.h"
+#include "reel_timearg.h"
 
 #ifndef REEL_VERSION
 #define REEL_VERSION "0"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Time arguments shared by reelplay and reeltool: durations with units and
- * RFC 3339 wall-clock times (timearg.h).
+ * RFC 3339 wall-clock times (reel_timearg.h).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timearg.h"
+#include "reel_timearg.h"
 
 #define NS_PER_SEC 1000000000ull
 

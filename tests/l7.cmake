@@ -1,17 +1,13 @@
-# L7 protocol parsers (replay/l7.c and one file per protocol): unit tests and
-# fuzz targets. They link their own library of just the parser sources so that
-# they do not depend on the rest of the replay library.
+# L7 protocol parsers (replay/l7/: the registry and one file per protocol):
+# unit tests and fuzz targets. They link their own library of just the parser
+# sources so that they do not depend on the rest of the replay library.
 # The IMPORTED target of replay/ is local to that directory: import it here too.
 pkg_check_modules(L7_NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
-add_library(reel_l7 STATIC
-	${PROJECT_SOURCE_DIR}/replay/l7.c
-	${PROJECT_SOURCE_DIR}/replay/http1.c
-	${PROJECT_SOURCE_DIR}/replay/http2.c
-	${PROJECT_SOURCE_DIR}/replay/dns.c
-	${PROJECT_SOURCE_DIR}/replay/redis.c
-	${PROJECT_SOURCE_DIR}/replay/pgsql.c
-	${PROJECT_SOURCE_DIR}/replay/mysql.c)
-target_include_directories(reel_l7 PUBLIC ${PROJECT_SOURCE_DIR}/replay)
+file(GLOB REEL_L7_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/replay/l7/*.c)
+add_library(reel_l7 STATIC ${REEL_L7_SRC})
+# white-box: l7.h and l7_internal.h
+target_include_directories(reel_l7 PUBLIC ${PROJECT_SOURCE_DIR}/replay/l7
+	${PROJECT_SOURCE_DIR}/replay/include)
 target_link_libraries(reel_l7 PUBLIC PkgConfig::L7_NGHTTP2)
 
 reel_unit_test(test_l7_http1 SOURCES test_l7_http1.c LIBS reel_l7)

@@ -1,6 +1,7 @@
 # replay/ pipeline and reelplay: unit and end-to-end tests on synthetic event
 # streams, and the pipeline fuzz target (corpus in tests/fuzz/corpus/pipeline).
-reel_unit_test(test_replay SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_replay.c LIBS reelreplay)
+# white-box: reassembly, packet builder, event decoding
+reel_unit_test(test_replay SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_replay.c LIBS reelreplay_internal)
 if(TARGET reelplay)
 	add_dependencies(test_replay reelplay)
 endif()

@@ -19,7 +19,7 @@
 
 #include "test_capture_common.h"
 #include "reel_format.h"
-#include "event.h"
+#include "reel_event.h"
 #include "reel_peer_gen.h"
 
 #define CIT_PRINT_MAX 40

@@ -4,7 +4,7 @@
  * exchanges known pseudo-random payloads (1 B .. 1 MiB) over TCP/IPv4,
  * TCP/IPv6, UDP/IPv4, UDP/IPv6 and Unix stream sockets with every syscall
  * variant; the test then reads the file with the format reader, decodes it
- * with replay/event.h and checks, per connection and direction, every
+ * with replay/include/reel_event.h and checks, per connection and direction, every
  * captured byte at its stream position against the peer's seeds, the
  * tuples, pids, fds, roles and syscalls, length-only events (sendfile,
  * splice), CONN_CLOSE totals, process events and the exact counts. Run once

@@ -36,7 +36,7 @@
 #include <cmocka.h>
 #include <pcap/pcap.h>
 
-#include "event.h"
+#include "reel_event.h"
 #include "reel_format.h"
 #include "test_capture_common.h"
 

@@ -23,9 +23,9 @@
 
 #include <cmocka.h>
 
-#include "event.h"
+#include "reel_event.h"
 #include "pcapng.h"
-#include "pipeline.h"
+#include "reel_pipeline.h"
 #include "reasm.h"
 #include "test_replay_util.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "reeltool.h"
-#include "event.h"
+#include "reel_event.h"
 
 static const char cat_usage[] =
 	"usage: reeltool cat [OPTIONS] FILE...\n"

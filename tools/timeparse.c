@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "reeltool.h"
-#include "timearg.h"
+#include "reel_timearg.h"
 
 #define NS_PER_SEC 1000000000ull
 

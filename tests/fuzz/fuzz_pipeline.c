@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline.h"
+#include "reel_pipeline.h"
 #include "reel_format.h"
 
 static int silent(enum reel_print_level l, const char *f, va_list ap)

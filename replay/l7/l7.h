@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * L7 parser interface: the contract between the reassembly stage of the
- * replay pipeline and each protocol parser (http1.c, http2.c, dns.c, redis.c,
+ * replay pipeline and each protocol parser (l7/http1.c, http2.c, dns.c, redis.c,
  * pgsql.c, mysql.c). Parsers see untrusted bytes: they check every length,
  * never read past what they were given, and bound the state they keep.
  *
@@ -21,24 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reel_proto.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum reel_proto {
-	REEL_PROTO_UNKNOWN = 0,
-	REEL_PROTO_HTTP1,
-	REEL_PROTO_HTTP2, /* gRPC is HTTP/2 with grpc fields set */
-	REEL_PROTO_DNS,
-	REEL_PROTO_REDIS,
-	REEL_PROTO_PGSQL,
-	REEL_PROTO_MYSQL,
-	REEL_PROTO_MAX,
-};
-
-const char *reel_proto_name(enum reel_proto p); /* "http1", "http2", "dns", ... */
-enum reel_proto
-reel_proto_parse(const char *name); /* UNKNOWN if no match; accepts "http", "grpc" */
 
 /* Direction of bytes relative to the connection's client/server roles. */
 enum reel_l7_dir {

@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #include "reel_format.h"
-#include "l7.h"
+#include "reel_proto.h"
 
 #ifdef __cplusplus
 extern "C" {
