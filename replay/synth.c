@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Packet synthesis: every socket is one flow (struct flow, shared by the
+ * processes that hold it after fork()) with a synthesized handshake, a segment
+ * per captured chunk (split to fit an IP packet), pure ACKs, the notes of the
+ * holes before a packet, and FIN or RST when the last holder closes it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "pipeline_internal.h"
+
+/* One packet of the flow; the comment's length clen (or REEL_PCAPNG_STRLEN).
+ * Inline: its callers pass constants, and a call would pass 16 arguments. */
+static inline __attribute__((always_inline)) void
+flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx, uint32_t pid,
+	    int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack, const uint8_t *data,
+	    size_t len, const char *comment, size_t clen, uint32_t tid,
+	    const struct reel_endpoint *peer)
+{
+	struct reel_pkt_ep remote;
+	const struct reel_pkt_ep *src = &fl->ep[0], *dst = &fl->ep[1];
+	uint8_t *pkt;
+	size_t n;
+	uint64_t real;
+
+	if (fl->mirror_of)
+		return;
+	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == fl->ep[0].v6) {
+		reel_pkt_ep_from(&remote, peer);
+		dst = &remote;
+	}
+	if (dir != REEL_DIR_EGRESS) {
+		const struct reel_pkt_ep *x = src;
+
+		src = dst;
+		dst = x;
+	}
+	/* built in place in the pcapng writer's buffer: no copy of the packet;
+	 * alone, the pcapng writer fills in the TCP/UDP checksum (in its thread
+	 * when it has one, else as it writes the block) */
+	if (p->png && !p->pcw && !p->have_bpf) {
+		struct reel_pkt_spec s = {
+			.src = src,
+			.dst = dst,
+			.payload = data,
+			.plen = len,
+			.comment = comment,
+			.clen = clen,
+			.real_ns = real_ns(p, file_idx, ts),
+			.seq = seq,
+			.ack = ack,
+			.dir = dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT : REEL_EPB_DIR_IN,
+			.pid = pid,
+			.tid = tid,
+			.ipid = fl->ipid[dir]++,
+			.tcpflags = flags,
+			.l4 = stream ? 6 : 17,
+		};
+		int e = 0;
+
+		if (!reel_pcapng__put(p->png, &s, &e))
+			return;
+		if (e && !p->err)
+			p->err = e;
+		p->st.packets++;
+		return;
+	}
+	pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
+	n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack, flags,
+			   fl->ipid[dir]++, data, len);
+	if (!n)
+		return;
+	if (p->have_bpf) {
+		struct pcap_pkthdr h = {.caplen = (uint32_t)n, .len = (uint32_t)n};
+
+		if (!pcap_offline_filter(&p->bpf, &h, pkt))
+			return;
+	}
+	real = real_ns(p, file_idx, ts);
+	if (p->pcw)
+		reel_pcapw__packet(p->pcw, real, pkt, (uint32_t)n);
+	if (p->png) {
+		int e = reel_pcapng__commit_len(p->png, real, (uint32_t)n,
+						dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
+								       : REEL_EPB_DIR_IN,
+						pid, tid, comment, clen);
+
+		if (e && !p->err)
+			p->err = e;
+	}
+	p->st.packets++;
+}
+
+static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
+		      uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack,
+		      const uint8_t *data, size_t len, const char *comment, uint32_t tid,
+		      const struct reel_endpoint *peer)
+{
+	flow_emit_n(p, fl, stream, file_idx, pid, dir, ts, flags, seq, ack, data, len, comment,
+		    REEL_PCAPNG_STRLEN, tid, peer);
+}
+
+static inline __attribute__((always_inline)) void
+synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
+	   uint32_t seq, uint32_t ack, const uint8_t *data, size_t len, const char *comment,
+	   size_t clen, uint32_t tid, const struct reel_endpoint *peer)
+{
+	flow_emit_n(p, c->fl, stream_like(c), c->file_idx, c->id.tgid, dir, ts, flags, seq, ack,
+		    data, len, comment, clen, tid, peer);
+}
+
+/* Takes the pending notes of `dir` (and the first-packet note) into sb. */
+static void take_notes(struct flow *fl, int dir, struct reel_sb *sb)
+{
+	if (fl->first_note) {
+		reel_sb_puts(sb, fl->first_note);
+		free(fl->first_note);
+		fl->first_note = NULL;
+	}
+	if (fl->note[dir]) {
+		if (sb->len)
+			reel_sb_puts(sb, "; ");
+		reel_sb_puts(sb, fl->note[dir]);
+		free(fl->note[dir]);
+		fl->note[dir] = NULL;
+	}
+}
+
+/* Sequence number of this conn's stream byte `pos` in its socket's flow. */
+static uint32_t seq_at(const struct conn *c, int dir, uint64_t pos)
+{
+	return c->fl->isn[dir] + 1 + (uint32_t)(c->base[dir] + pos);
+}
+
+static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
+{
+	/* the socket's identity: every process sharing it maps alike */
+	uint64_t key = (c->fl->ino ? c->fl->ino << 7 : c->fl->id * 0x9E3779B97F4A7C15ull) ^
+		       ((uint64_t)c->host << 56);
+	int cd, sd;
+	uint64_t t;
+	char note[320];
+	struct reel_sb sb;
+
+	if (c->fl->started)
+		return;
+	c->fl->started = true;
+	/* TLS plaintext: the socket's real tuple is its ciphertext flow's */
+	if (c->have_tuple && is_ip(&c->local) && !c->tls_parent) {
+		reel_pkt_ep_from(&c->fl->ep[0], &c->local);
+		reel_pkt_ep_from(&c->fl->ep[1], &c->remote);
+		c->fl->ep[1].v6 = c->fl->ep[0].v6;
+	} else {
+		uint32_t h = reel_hash32(key);
+		uint16_t sport = reel_proto_default_port(c->proto),
+			 cport = (uint16_t)(32768 + h % 28000);
+		char a[64], b[64];
+		struct reel_endpoint el = {.family = REEL_AF_INET}, er = {.family = REEL_AF_INET};
+
+		if (!sport)
+			sport = (uint16_t)(10000 + h % 10000);
+		c->fl->synthetic_addr = true;
+		el.addr[0] = er.addr[0] = 127;
+		el.addr[1] = 77;
+		er.addr[1] = 78;
+		el.addr[2] = er.addr[2] = (uint8_t)(h >> 8);
+		el.addr[3] = er.addr[3] = (uint8_t)h;
+		el.port = htons(c->role == REEL_ROLE_SERVER ? sport : cport);
+		er.port = htons(c->role == REEL_ROLE_SERVER ? cport : sport);
+		reel_pkt_ep_from(&c->fl->ep[0], &el);
+		reel_pkt_ep_from(&c->fl->ep[1], &er);
+		reel_sb_init(&sb, note, sizeof(note));
+		if (c->tls_parent)
+			reel_sb_printf(&sb,
+				       "reel: TLS plaintext of conn %" PRIu64 " (ino %" PRIu64 ")",
+				       c->tls_parent->serial, c->id.ino);
+		else if (c->unix_ino || c->l4 == REEL_L4_UNIX_STREAM || c->l4 == REEL_L4_UNIX_DGRAM)
+			reel_sb_printf(&sb,
+				       "reel: unix socket ino %" PRIu64 " (peer ino %" PRIu64 ")",
+				       c->unix_ino ? c->unix_ino : c->id.ino, c->remote_ino);
+		else
+			reel_sb_printf(&sb, "reel: socket without IP tuple (ino %" PRIu64 ")",
+				       c->id.ino);
+		reel_sb_printf(&sb, " of %s pid %u fd %d shown as %s <-> %s", c->comm, c->id.tgid,
+			       c->id.fd, reel_endpoint_str(&el, a, sizeof(a)),
+			       reel_endpoint_str(&er, b, sizeof(b)));
+		free(c->fl->first_note);
+		c->fl->first_note = strdup(note);
+	}
+	if (!c->server_port)
+		c->server_port = ntohs(c->fl->ep[c->role == REEL_ROLE_SERVER ? 0 : 1].port);
+	c->fl->stream = stream_like(c);
+	reel_tuple_claim(p, c);
+	c->fl->isn[0] = reel_hash32(key ^ 0x5eed0001ull);
+	c->fl->isn[1] = reel_hash32(key ^ 0x5eed0002ull);
+	c->fl->ipid[0] = (uint16_t)reel_hash32(key ^ 3);
+	c->fl->ipid[1] = (uint16_t)reel_hash32(key ^ 4);
+	if (!stream_like(c))
+		return;
+
+	cd = c->role == REEL_ROLE_SERVER ? REEL_DIR_INGRESS : REEL_DIR_EGRESS;
+	sd = !cd;
+	t = c->open_ts && c->open_ts <= ts ? c->open_ts : ts;
+	reel_sb_init(&sb, note, sizeof(note));
+	take_notes(c->fl, cd, &sb);
+	if (!c->role_from_open)
+		reel_sb_printf(
+			&sb,
+			"%sreel: handshake synthesized (connection seen first on data, role %s)",
+			sb.len ? "; " : "",
+			c->role == REEL_ROLE_SERVER ? "server (inferred)" : "client (inferred)");
+	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->fl->isn[cd], 0, NULL, 0, sb.len ? note : NULL,
+		   REEL_PCAPNG_STRLEN, 0, NULL);
+	synth_emit(p, c, sd, t, REEL_TCP_SYN | REEL_TCP_ACK, c->fl->isn[sd], c->fl->isn[cd] + 1,
+		   NULL, 0, NULL, 0, 0, NULL);
+	synth_emit(p, c, cd, t, REEL_TCP_ACK, c->fl->isn[cd] + 1, c->fl->isn[sd] + 1, NULL, 0, NULL,
+		   0, 0, NULL);
+}
+
+/* A datagram both traced ends saw (client sendto, server recvfrom) would be
+ * written twice: true if another connection wrote this one (same oriented
+ * addresses, same bytes) within the last second. */
+static bool dgram_seen(struct reel_pipeline *p, const struct conn *c, int dir,
+		       const struct reasm_chunk *ch)
+{
+	struct reel_pkt_ep remote = c->fl->ep[1];
+	const struct reel_pkt_ep *src, *dst;
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t n = p->ndgrams < DGRAM_RING ? p->ndgrams : DGRAM_RING;
+
+	if (c->fl->synthetic_addr)
+		return false;
+	if ((ch->flags & REEL_DATAF_HAS_PEER) && is_ip(&ch->peer) &&
+	    (ch->peer.family == REEL_AF_INET6) == c->fl->ep[0].v6)
+		reel_pkt_ep_from(&remote, &ch->peer);
+	src = dir == REEL_DIR_EGRESS ? &c->fl->ep[0] : &remote;
+	dst = dir == REEL_DIR_EGRESS ? &remote : &c->fl->ep[0];
+	h = (h ^ reel_hash32(((uint64_t)src->port << 16 | dst->port) ^ ((uint64_t)ch->cap << 32))) *
+	    0x100000001b3ull;
+	for (int i = 0; i < 16; i += 4) {
+		uint32_t a, b;
+
+		memcpy(&a, src->addr + i, 4);
+		memcpy(&b, dst->addr + i, 4);
+		h = (h ^ a) * 0x100000001b3ull;
+		h = (h ^ b) * 0x100000001b3ull;
+	}
+	for (uint32_t i = 0; i < ch->cap && i < 512; i++)
+		h = (h ^ ch->data[i]) * 0x100000001b3ull;
+	for (uint32_t i = 0; i < n; i++) {
+		if (p->dgrams[i].sig == h && p->dgrams[i].serial != c->fl->id &&
+		    ch->ts - p->dgrams[i].ts + DGRAM_DUP_NS <= 2 * DGRAM_DUP_NS)
+			return true;
+	}
+	p->dgrams[p->ndgrams % DGRAM_RING].sig = h;
+	p->dgrams[p->ndgrams % DGRAM_RING].ts = ch->ts;
+	p->dgrams[p->ndgrams % DGRAM_RING].serial = c->fl->id;
+	p->ndgrams++;
+	return false;
+}
+
+static void fmt_packet_note(struct reel_sb *sb, const struct conn *c, const struct reasm_chunk *ch)
+{
+	/* per packet: no printf */
+	reel_sb_puts(sb, c->comm[0] ? c->comm : "?");
+	reel_sb_puts(sb, " pid ");
+	reel_sb_u64(sb, c->id.tgid);
+	reel_sb_puts(sb, " tid ");
+	reel_sb_u64(sb, ch->tid);
+	reel_sb_puts(sb, " fd ");
+	reel_sb_i64(sb, c->id.fd);
+	reel_sb_putc(sb, ' ');
+	reel_sb_puts(sb, reel_syscall_name(ch->syscall));
+	if (ch->flags & REEL_DATAF_TLS)
+		reel_sb_puts(sb, " tls");
+}
+
+/* The comment every data packet carries; the same text as long as the
+ * thread, the syscall and the TLS flag are: made once per change. */
+static void put_packet_note(struct reel_sb *sb, struct conn *c, int dir,
+			    const struct reasm_chunk *ch)
+{
+	uint32_t tls = ch->flags & REEL_DATAF_TLS;
+
+	if (!c->pnote_gen[dir] || c->pnote_gen[dir] != c->texts_gen ||
+	    c->pnote_tid[dir] != ch->tid || c->pnote_syscall[dir] != ch->syscall ||
+	    c->pnote_flags[dir] != tls) {
+		struct reel_sb t;
+
+		reel_sb_init(&t, c->pnote[dir], sizeof(c->pnote[dir]));
+		fmt_packet_note(&t, c, ch);
+		if (t.len >= sizeof(c->pnote[dir])) {
+			c->pnote_gen[dir] = 0;
+			fmt_packet_note(sb, c, ch);
+			return;
+		}
+		c->pnote_len[dir] = (uint16_t)t.len;
+		c->pnote_gen[dir] = c->texts_gen;
+		c->pnote_tid[dir] = ch->tid;
+		c->pnote_syscall[dir] = ch->syscall;
+		c->pnote_flags[dir] = tls;
+	}
+	reel_sb_put(sb, c->pnote[dir], c->pnote_len[dir]);
+}
+
+void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
+			  const struct reasm_chunk *ch)
+{
+	char note[1024];
+	struct reel_sb sb;
+	uint32_t mss;
+	size_t clen;
+	int od = !dir;
+
+	synth_start(p, c, ch->ts);
+	if (!stream_like(c) && dgram_seen(p, c, dir, ch))
+		return;
+	mss = reel_pkt_mss(c->fl->ep[0].v6, stream_like(c) ? 6 : 17);
+	reel_sb_init(&sb, note, sizeof(note));
+	take_notes(c->fl, dir, &sb);
+	if (sb.len)
+		reel_sb_puts(&sb, "; ");
+	put_packet_note(&sb, c, dir, ch);
+	/* the text is made of NUL-free strings: its length, unless truncated */
+	clen = sb.len < sizeof(note) ? sb.len : strlen(note);
+	for (uint32_t off = 0; off < ch->cap;) {
+		uint32_t n = ch->cap - off < mss ? ch->cap - off : mss;
+
+		synth_emit(p, c, dir, ch->ts,
+			   REEL_TCP_ACK | (off + n == ch->cap ? REEL_TCP_PSH : 0),
+			   seq_at(c, dir, ch->pos + off), seq_at(c, od, c->rs[od].next),
+			   ch->data + off, n, off ? NULL : note, off ? 0 : clen, ch->tid,
+			   ch->flags & REEL_DATAF_HAS_PEER ? &ch->peer : NULL);
+		off += n;
+	}
+	if (stream_like(c))
+		synth_emit(p, c, od, ch->ts, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
+			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, 0, NULL);
+}
+
+static uint32_t flow_hash(uint32_t host, uint64_t ino)
+{
+	return reel_hash32(((uint64_t)host << 48) ^ ino) % FLOW_BUCKETS;
+}
+
+static void closing_unlink(struct reel_pipeline *p, struct flow *fl)
+{
+	if (!fl->closing)
+		return;
+	if (fl->cprev)
+		fl->cprev->cnext = fl->cnext;
+	else
+		p->closing_head = fl->cnext;
+	if (fl->cnext)
+		fl->cnext->cprev = fl->cprev;
+	else
+		p->closing_tail = fl->cprev;
+	fl->cnext = fl->cprev = NULL;
+	fl->closing = false;
+}
+
+void reel_flow_free(struct reel_pipeline *p, struct flow *fl)
+{
+	closing_unlink(p, fl);
+	if (fl->hashed) {
+		struct flow **pp = &p->flows[flow_hash(fl->host, fl->ino)];
+
+		while (*pp && *pp != fl)
+			pp = &(*pp)->hnext;
+		if (*pp)
+			*pp = fl->hnext;
+	}
+	reel_tuple_release(p, fl);
+	free(fl->note[0]);
+	free(fl->note[1]);
+	free(fl->first_note);
+	free(fl);
+}
+
+/* The flow of a connection's socket: found by (host, ino), else new. */
+struct flow *reel_flow_get(struct reel_pipeline *p, uint32_t host, uint64_t ino, uint64_t id)
+{
+	uint32_t h = flow_hash(host, ino);
+	struct flow *fl;
+
+	if (ino) {
+		for (fl = p->flows[h]; fl; fl = fl->hnext) {
+			if (fl->host == host && fl->ino == ino) {
+				closing_unlink(p, fl); /* a successor: no FIN yet */
+				return fl;
+			}
+		}
+	}
+	fl = calloc(1, sizeof(*fl));
+	if (!fl)
+		return NULL;
+	fl->host = host;
+	fl->ino = ino;
+	fl->id = id;
+	if (ino) {
+		fl->hashed = true;
+		fl->hnext = p->flows[h];
+		p->flows[h] = fl;
+	}
+	return fl;
+}
+
+/* Writes how the flow ended (FIN exchange, RST, or the pending hole notes)
+ * and frees it. */
+void reel_flow_finish(struct reel_pipeline *p, struct flow *fl)
+{
+	char n0[1024], n1[1024];
+	struct reel_sb a, b;
+	uint32_t e, r, f = fl->close_file, pid = fl->close_tgid;
+	uint64_t ts = fl->close_ts;
+
+	if (!fl->started || (!p->png && !p->pcw) || !fl->stream)
+		goto out;
+	reel_sb_init(&a, n0, sizeof(n0));
+	reel_sb_init(&b, n1, sizeof(n1));
+	take_notes(fl, REEL_DIR_EGRESS, &a);
+	take_notes(fl, REEL_DIR_INGRESS, &b);
+	e = fl->isn[REEL_DIR_EGRESS] + 1 + (uint32_t)fl->pos[REEL_DIR_EGRESS];
+	r = fl->isn[REEL_DIR_INGRESS] + 1 + (uint32_t)fl->pos[REEL_DIR_INGRESS];
+	switch (fl->close_end) {
+	case CONN_END_CLOSE:
+		reel_sb_printf(&a, "%sreel: close() by %s pid %u fd %d", a.len ? "; " : "",
+			       fl->close_comm[0] ? fl->close_comm : "?", fl->close_tgid,
+			       fl->close_fd);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, e,
+			  r, NULL, 0, n0, fl->close_tid, NULL);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_INGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, r,
+			  e + 1, NULL, 0, b.len ? n1 : NULL, 0, NULL);
+		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e + 1, r + 1,
+			  NULL, 0, NULL, 0, NULL);
+		break;
+	case CONN_END_RESET:
+		reel_sb_printf(&a, "%sreel: socket gone without a close() we saw (fd reused)",
+			       a.len ? "; " : "");
+		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_RST | REEL_TCP_ACK, e,
+			  r, NULL, 0, n0, 0, NULL);
+		break;
+	default:
+		if (a.len)
+			flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e, r,
+				  NULL, 0, n0, 0, NULL);
+		if (b.len)
+			flow_emit(p, fl, true, f, pid, REEL_DIR_INGRESS, ts, REEL_TCP_ACK, r, e,
+				  NULL, 0, n1, 0, NULL);
+		break;
+	}
+out:
+	reel_flow_free(p, fl);
+}
+
+/* A connection ends: its positions and close go to its socket's flow, which
+ * ends with it unless another process still holds (or may soon use) the
+ * socket. */
+void reel_flow_leave(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end)
+{
+	struct flow *fl = c->fl;
+
+	if (!fl)
+		return;
+	if ((p->png || p->pcw) && conn_pass(p, c))
+		synth_start(p, c, ts); /* a connection without data still shows */
+	for (int d = 0; d < 2; d++)
+		if (c->base[d] + c->rs[d].next > fl->pos[d])
+			fl->pos[d] = c->base[d] + c->rs[d].next;
+	fl->close_ts = ts;
+	fl->close_end = end;
+	fl->close_file = c->file_idx;
+	fl->close_tgid = c->id.tgid;
+	fl->close_tid = c->last_tid;
+	fl->close_fd = c->id.fd;
+	memcpy(fl->close_comm, c->comm, sizeof(fl->close_comm));
+	c->fl = NULL;
+	if (--fl->refs > 0)
+		return;
+	if (fl->shared && fl->hashed && end != CONN_END_CAPTURE) {
+		fl->closing = true;
+		fl->cprev = p->closing_tail;
+		fl->cnext = NULL;
+		if (p->closing_tail)
+			p->closing_tail->cnext = fl;
+		else
+			p->closing_head = fl;
+		p->closing_tail = fl;
+		return;
+	}
+	reel_flow_finish(p, fl);
+}
+
+/* Flows whose grace after the last close has passed at event time `now`. */
+void reel_flows_expire(struct reel_pipeline *p, uint64_t now)
+{
+	while (p->closing_head && p->closing_head->close_ts + FLOW_GRACE_NS < now)
+		reel_flow_finish(p, p->closing_head);
+}
