@@ -30,6 +30,7 @@ _Static_assert(sizeof(struct reel_cpu_stats) == 40, "reel_cpu_stats layout");
 #define REEL_SKIP_MAGIC_MAX	   0x184D2A5Fu
 #define REEL_HEADER_MAGIC	   0x184D2A5Au /* skippable frame holding the file header */
 #define REEL_INDEX_MAGIC	   0x184D2A5Bu /* skippable frame holding the block index */
+#define REEL_HCOPY_MAGIC	   0x184D2A5Cu /* skippable frame holding a copy of the header */
 #define REEL_SEEK_MAGIC		   0x184D2A5Eu /* zstd seekable format seek table */
 #define REEL_SEEKABLE_FOOTER_MAGIC 0x8F92EAB1u
 #define REEL_SEEK_FOOTER_SIZE	   9
@@ -144,6 +145,21 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
  * -REEL_ERR_CHECKSUM or -REEL_ERR_CORRUPT with a message in err. */
 int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char *err,
 		      size_t errlen);
+
+/* Where the header frames of a file are (FORMAT.md 3.1). */
+struct reel_hdr_loc {
+	uint64_t hdr_size; /* frame 0 as it stands: 8 + the header's payload length */
+	uint64_t copy_off; /* the header copy frame (hdr_size bytes long), 0 if none */
+	uint64_t data_off; /* where the frames after the header (and its copy) start */
+	int err;	   /* 0, or -REEL_ERR_* for damage to either copy (facts intact) */
+	char msg[256];	   /* with err: what was damaged, where */
+};
+/* Reads the header of the file b[0..size) (size >= 8) from frame 0 or, when
+ * that is damaged, from its copy. Returns 0 with *h and *loc filled, or 1
+ * when neither copy is intact (then *h is undefined: the caller falls back
+ * to parsing frame 0 as it stands). */
+int reel_header_locate(const uint8_t *b, size_t size, struct reel_header *h,
+		       struct reel_hdr_loc *loc);
 
 /* Record coding (reel_coding.c, FORMAT.md 4.1). */
 #define REEL_CODING_TS_SLOTS 64 /* timestamps are deltas per (cpu mod 64) */

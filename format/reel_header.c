@@ -77,7 +77,7 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
 	memcpy(sig, REEL_HDR_SIG, 4);
 	/* 1.0 readers read an uncoded file: only a coded one needs 2.0 */
 	wr16(sig + 4, coded ? 2 : 1);
-	wr16(sig + 6, 0);
+	wr16(sig + 6, REEL_FORMAT_MINOR); /* 1: the header copy follows */
 	put_raw(&b, sig, 8);
 	put_str(&b, REEL_META_HOSTNAME, f->hostname);
 	put_str(&b, REEL_META_KERNEL, f->kernel);
@@ -190,12 +190,20 @@ static int parse_tlvs(const uint8_t *p, size_t len, struct reel_header *h, char 
 		if (tag == REEL_META_HEADER_CRC) {
 			uint32_t want = reel_crc32(0, p, off);
 
-			if (vlen != 4 || rd32(v) != want) {
+			/* the CRC covers what precedes it: it must be the last TLV, and
+			 * its own fields must be what the writer wrote */
+			if (vlen != 4 || rd32(v) != want || rd16(p + off + 2) != 0) {
 				snprintf(err, errlen,
 					 "header at offset 8: checksum mismatch (stored 0x%08x, "
 					 "computed 0x%08x)",
 					 vlen == 4 ? rd32(v) : 0, want);
 				return -REEL_ERR_CHECKSUM;
+			}
+			if (off + 12 != len) {
+				snprintf(err, errlen,
+					 "header at offset %zu: %zu bytes after the checksum TLV",
+					 off + 20, len - off - 12);
+				return -REEL_ERR_CORRUPT;
 			}
 			have_crc = true;
 		}
@@ -312,4 +320,103 @@ int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char 
 		}
 	}
 	return rc;
+}
+
+/* A copy frame at q that says where frame 0 ends: magic, payload length
+ * q - 8 (that of the header it copies), and whole in the file. */
+static bool copy_at(const uint8_t *b, size_t size, uint64_t q)
+{
+	return q >= 16 && 2 * q <= size && rd32(b + q) == REEL_HCOPY_MAGIC &&
+	       rd32(b + q + 4) == q - 8;
+}
+
+/* The copy when frame 0's length cannot be trusted. Header payloads are
+ * multiples of 4 bytes (TLVs are padded), so is the copy's offset. */
+static uint64_t find_copy(const uint8_t *b, size_t size)
+{
+	uint64_t lim = 8 + (uint64_t)REEL_MAX_HEADER + 8;
+
+	for (uint64_t q = 16; q + 8 <= size && q <= lim; q += 4)
+		if (copy_at(b, size, q))
+			return q;
+	return 0;
+}
+
+int reel_header_locate(const uint8_t *b, size_t size, struct reel_header *h,
+		       struct reel_hdr_loc *loc)
+{
+	uint32_t m0 = rd32(b), l0 = rd32(b + 4);
+	bool len_ok = l0 >= 8 && l0 <= REEL_MAX_HEADER && 8 + (uint64_t)l0 <= size;
+	struct reel_header h1;
+	char msg0[160] = "", msg1[160];
+	uint64_t q = 0;
+	int rc0 = -REEL_ERR_CORRUPT, rc1;
+
+	memset(loc, 0, sizeof(*loc));
+	if (len_ok)
+		rc0 = reel_header_parse(b + 8, l0, h, msg0, sizeof(msg0));
+	if (rc0 == 0) {
+		/* The header is whole (its CRC is the last TLV: a changed length
+		 * cannot pass); its copy, if any, follows it. */
+		loc->hdr_size = loc->data_off = 8 + (uint64_t)l0;
+		if (m0 != REEL_HEADER_MAGIC) {
+			loc->err = -REEL_ERR_CORRUPT;
+			snprintf(loc->msg, sizeof(loc->msg),
+				 "header at offset 0: frame magic 0x%08x, not 0x%08x", m0,
+				 REEL_HEADER_MAGIC);
+		}
+		q = loc->hdr_size;
+		if (q + 8 + l0 > size)
+			return 0;
+		if (copy_at(b, size, q)) {
+			loc->copy_off = q;
+			loc->data_off = 2 * q;
+			if (memcmp(b + q + 8, b + 8, l0) && !loc->err) {
+				rc1 = reel_header_parse(b + q + 8, l0, &h1, msg1, sizeof(msg1));
+				loc->err = rc1 ? rc1 : -REEL_ERR_CORRUPT;
+				snprintf(loc->msg, sizeof(loc->msg),
+					 "header copy at offset %llu: %s (the header is intact)",
+					 (unsigned long long)q,
+					 rc1 ? msg1 : "differs from the header");
+			}
+		} else if (!memcmp(b + q + 8, b + 8, l0)) {
+			/* the copy, with its frame magic or length damaged */
+			loc->copy_off = q;
+			loc->data_off = 2 * q;
+			if (!loc->err) {
+				loc->err = -REEL_ERR_CORRUPT;
+				snprintf(
+					loc->msg, sizeof(loc->msg),
+					"header copy at offset %llu: frame magic 0x%08x length %u, "
+					"not 0x%08x %u (the header is intact)",
+					(unsigned long long)q, rd32(b + q), rd32(b + q + 4),
+					REEL_HCOPY_MAGIC, l0);
+			}
+		}
+		return 0;
+	}
+	/* Frame 0 is damaged: its copy, where frame 0's length says or found
+	 * by its own length, holds the facts. */
+	if (len_ok && copy_at(b, size, 8 + (uint64_t)l0))
+		q = 8 + (uint64_t)l0;
+	else
+		q = find_copy(b, size);
+	if (!q)
+		return 1;
+	rc1 = reel_header_parse(b + q + 8, q - 8, &h1, msg1, sizeof(msg1));
+	if (rc1)
+		return 1;
+	*h = h1;
+	loc->hdr_size = loc->copy_off = q;
+	loc->data_off = 2 * q;
+	loc->err = rc0 == -REEL_ERR_CHECKSUM ? rc0 : -REEL_ERR_CORRUPT;
+	if (!len_ok || l0 != q - 8)
+		snprintf(loc->msg, sizeof(loc->msg),
+			 "header at offset 0: frame length %u, its copy at offset %llu says %llu; "
+			 "header read from the copy",
+			 l0, (unsigned long long)q, (unsigned long long)(q - 8));
+	else
+		snprintf(loc->msg, sizeof(loc->msg), "%s; header read from its copy at offset %llu",
+			 msg0, (unsigned long long)q);
+	return 0;
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Reader: maps the file, lists its frames (from the seek table when the footer
- * is consistent, else by walking frame headers), then decodes one data frame
- * at a time into a reusable buffer and walks its records (FORMAT.md 7).
+ * Reader: maps the file, reads its header (or the header's copy), lists its
+ * frames (reel_frames.c), then decodes one data frame at a time into a
+ * reusable buffer and walks its records (FORMAT.md 7).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,289 +20,6 @@
 #include "reel_reader_internal.h"
 
 #define ERRF(r, ...) snprintf((r)->errmsg, sizeof((r)->errmsg), __VA_ARGS__)
-
-/* ---- zstd frame helpers ---- */
-
-/* Parses a zstd frame header (RFC 8878 3.1.1.1); returns its size or 0 when
- * `avail` does not hold it. */
-static size_t zhdr_size(const uint8_t *p, size_t avail, bool *checksum)
-{
-	static const uint8_t did_sz[4] = {0, 1, 2, 4};
-	static const uint8_t fcs_sz[4] = {0, 2, 4, 8};
-	uint8_t d;
-	size_t n;
-
-	if (avail < 5)
-		return 0;
-	d = p[4];
-	n = 5 + !((d >> 5) & 1) + did_sz[d & 3] + fcs_sz[d >> 6];
-	if ((d >> 6) == 0 && ((d >> 5) & 1))
-		n += 1; /* single segment: 1-byte content size */
-	if (checksum)
-		*checksum = (d >> 2) & 1;
-	return n;
-}
-
-/* Bytes a truncated zstd frame needs at least: walks the block headers present. */
-static uint64_t zneed(const uint8_t *p, size_t avail)
-{
-	bool ck = false;
-	size_t hs = zhdr_size(p, avail, &ck);
-	uint64_t off;
-
-	if (!hs)
-		return 18; /* largest frame header */
-	if (hs > avail)
-		return hs;
-	off = hs;
-	for (;;) {
-		uint32_t bh, type, bsize;
-
-		if (off + 3 > avail)
-			return off + 3;
-		bh = p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16;
-		type = (bh >> 1) & 3;
-		bsize = bh >> 3;
-		off += 3 + (type == 1 ? 1 : bsize);
-		if (off > avail)
-			return off + ((bh & 1) && ck ? 4 : 0);
-		if (bh & 1)
-			return off + (ck ? 4 : 0);
-	}
-}
-
-/* Is there a complete, plausible frame at pos? Sets its size. */
-static bool frame_at(const struct reel_reader *r, uint64_t pos, uint64_t *fsz)
-{
-	const uint8_t *p = r->base + pos;
-	uint64_t avail = r->size - pos;
-	uint32_t m;
-
-	if (avail < 8)
-		return false;
-	m = rd32(p);
-	if (reel_is_skippable(m)) {
-		uint64_t len = rd32(p + 4);
-
-		if (len > avail - 8)
-			return false;
-		*fsz = 8 + len;
-		return true;
-	}
-	if (m == REEL_ZSTD_MAGIC) {
-		size_t n = ZSTD_findFrameCompressedSize(p, avail);
-		unsigned long long cs;
-
-		if (ZSTD_isError(n))
-			return false;
-		cs = ZSTD_getFrameContentSize(p, avail);
-		if (cs == ZSTD_CONTENTSIZE_UNKNOWN || cs == ZSTD_CONTENTSIZE_ERROR ||
-		    cs > REEL_MAX_BLOCK_RAW)
-			return false;
-		*fsz = n;
-		return true;
-	}
-	return false;
-}
-
-/* First offset in [from, limit) where a valid frame starts, or the file size. */
-static uint64_t resync_until(const struct reel_reader *r, uint64_t from, uint64_t limit)
-{
-	for (uint64_t i = from; i < limit && i + 8 <= r->size; i++) {
-		const uint8_t *p = r->base + i;
-		uint64_t fsz;
-
-		if (!((p[0] == 0x28 && p[1] == 0xB5) || (p[1] == 0x2A && p[2] == 0x4D)))
-			continue;
-		if (frame_at(r, i, &fsz))
-			return i;
-	}
-	return r->size;
-}
-
-static uint64_t resync(const struct reel_reader *r, uint64_t from)
-{
-	return resync_until(r, from, r->size);
-}
-
-/* ---- frame list ---- */
-
-static struct rframe *push(struct reel_reader *r, uint8_t kind, uint64_t off, uint64_t size)
-{
-	struct rframe *f;
-
-	if (r->nframes == r->frames_cap) {
-		size_t cap = r->frames_cap ? r->frames_cap * 2 : 64;
-		struct rframe *n = realloc(r->frames, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		r->frames = n;
-		r->frames_cap = cap;
-	}
-	f = &r->frames[r->nframes++];
-	memset(f, 0, sizeof(*f));
-	f->kind = kind;
-	f->off = off;
-	f->size = size;
-	f->block = UINT32_MAX;
-	return f;
-}
-
-static int walk(struct reel_reader *r, uint64_t pos, uint32_t block)
-{
-	r->walked = true;
-
-	while (pos < r->size) {
-		const uint8_t *p = r->base + pos;
-		uint64_t avail = r->size - pos, fsz, q;
-		struct rframe *f;
-		uint32_t m;
-
-		if (avail < 4) {
-			f = push(r, FK_TRUNC, pos, avail);
-			if (!f)
-				return -ENOMEM;
-			f->need = 4;
-			break;
-		}
-		m = rd32(p);
-		if (reel_is_skippable(m)) {
-			uint8_t kind = m == REEL_INDEX_MAGIC  ? FK_INDEX
-				       : m == REEL_SEEK_MAGIC ? FK_SEEK
-							      : FK_SKIP;
-
-			fsz = avail >= 8 ? 8 + (uint64_t)rd32(p + 4) : 8;
-			if (fsz <= avail) {
-				f = push(r, kind, pos, fsz);
-				if (!f)
-					return -ENOMEM;
-				f->magic = m;
-				pos += fsz;
-				continue;
-			}
-			q = resync(r, pos + 1);
-			f = push(r, q < r->size ? FK_BAD : FK_TRUNC, pos, q - pos);
-			if (!f)
-				return -ENOMEM;
-			f->magic = m;
-			f->need = fsz;
-			f->why = WHY_SKIP_LEN;
-			pos = q;
-			continue;
-		}
-		if (m == REEL_ZSTD_MAGIC) {
-			size_t n = ZSTD_findFrameCompressedSize(p, avail);
-
-			if (!ZSTD_isError(n)) {
-				f = push(r, FK_DATA, pos, n);
-				if (!f)
-					return -ENOMEM;
-				f->block = block++;
-				pos += n;
-				continue;
-			}
-			q = resync(r, pos + 1);
-			f = push(r, q < r->size ? FK_BAD : FK_TRUNC, pos, q - pos);
-			if (!f)
-				return -ENOMEM;
-			f->magic = m;
-			f->block = block++;
-			f->why = WHY_ZSTD;
-			f->zerr = n;
-			f->need = zneed(p, avail);
-			pos = q;
-			continue;
-		}
-		q = resync(r, pos + 1);
-		f = push(r, FK_BAD, pos, q - pos);
-		if (!f)
-			return -ENOMEM;
-		f->magic = m;
-		f->why = WHY_MAGIC;
-		pos = q;
-	}
-	return 0;
-}
-
-/* Builds the frame list from the seek table; false if the footer is absent
- * or disagrees with the file (then the caller walks). */
-static bool from_footer(struct reel_reader *r, uint64_t hdr_end)
-{
-	const uint8_t *b = r->base;
-	uint64_t n, esz, stlen, st_off, off, sum = 0;
-	uint32_t block = 0;
-	uint8_t desc;
-
-	if (r->size < hdr_end + 8 + REEL_SEEK_FOOTER_SIZE)
-		return false;
-	if (rd32(b + r->size - 4) != REEL_SEEKABLE_FOOTER_MAGIC)
-		return false;
-	n = rd32(b + r->size - 9);
-	desc = b[r->size - 5];
-	if (desc & 0x7c)
-		return false;
-	esz = (desc & 0x80) ? 12 : 8;
-	if (n < 1 || n > (r->size / esz))
-		return false;
-	stlen = 8 + n * esz + REEL_SEEK_FOOTER_SIZE;
-	if (stlen > r->size)
-		return false;
-	st_off = r->size - stlen;
-	if (rd32(b + st_off) != REEL_SEEK_MAGIC || rd32(b + st_off + 4) != stlen - 8)
-		return false;
-	for (uint64_t i = 0; i < n; i++)
-		sum += rd32(b + st_off + 8 + i * esz);
-	if (sum != st_off)
-		return false;
-	off = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		uint32_t comp = rd32(b + st_off + 8 + i * esz);
-		uint32_t raw = rd32(b + st_off + 8 + i * esz + 4);
-		struct rframe *f;
-
-		if (i == 0) {
-			/* the header frame, as open() parsed it */
-			if (off != 0 || comp != hdr_end || raw)
-				goto bad;
-			f = push(r, FK_HEADER, 0, comp);
-		} else if (raw) {
-			if (comp < 8 || raw > REEL_MAX_BLOCK_RAW)
-				goto bad;
-			f = push(r, FK_DATA, off, comp);
-			if (f) {
-				f->block = block++;
-				f->raw = raw;
-			}
-		} else {
-			uint32_t m;
-
-			if (comp < 8)
-				goto bad;
-			m = rd32(b + off);
-			if (!reel_is_skippable(m) || rd32(b + off + 4) != comp - 8)
-				goto bad;
-			f = push(r,
-				 m == REEL_INDEX_MAGIC	? FK_INDEX
-				 : m == REEL_SEEK_MAGIC ? FK_SEEK
-							: FK_SKIP,
-				 off, comp);
-			if (f)
-				f->magic = m;
-		}
-		if (!f)
-			goto bad;
-		off += comp;
-	}
-	if (!push(r, FK_SEEK, st_off, stlen))
-		goto bad;
-	r->frames[r->nframes - 1].magic = REEL_SEEK_MAGIC;
-	r->frames[r->nframes - 1].status = ST_OK;
-	return true;
-bad:
-	r->nframes = 0;
-	return false;
-}
 
 /* ---- index frame ---- */
 
@@ -373,6 +90,11 @@ static int check_index(struct reel_reader *r, size_t fi, bool load, char *err, s
 	size_t ndata = 0;
 	int rc;
 
+	if (f->magic != REEL_INDEX_MAGIC) {
+		snprintf(err, errlen, "index at offset %llu: frame magic 0x%08x, not 0x%08x",
+			 (unsigned long long)f->off, f->magic, REEL_INDEX_MAGIC);
+		return -REEL_ERR_CORRUPT;
+	}
 	if (len < 16 + 4 || memcmp(p, REEL_IDX_SIG, 4)) {
 		snprintf(err, errlen, "index at offset %llu: no \"RIDX\" signature",
 			 (unsigned long long)f->off);
@@ -551,7 +273,7 @@ static int load_block_dec(const struct reel_reader *r, struct reel_blkdec *d,
 		BLKERR(-REEL_ERR_CORRUPT, "content size %llu is not a multiple of 8", cs);
 	if (f->raw && cs != f->raw)
 		BLKERR(-REEL_ERR_CORRUPT, "content size %llu, seek table says %u", cs, f->raw);
-	zhdr_size(p, f->size, &ck);
+	reel_frame_hdr_size(p, f->size, &ck);
 	if (!ck)
 		BLKERR(-REEL_ERR_CORRUPT, "frame has no content checksum");
 	if (grow_buf(buf, cap, cs) || (coded && grow_buf(&d->cbuf, &d->cbufcap, cs)))
@@ -757,90 +479,6 @@ static void ra_start(struct reel_reader *r)
 	pthread_mutex_unlock(&ra->mu);
 }
 
-static void frame_msg(const struct rframe *f, char *err, size_t errlen)
-{
-	unsigned long long off = f->off;
-	char where[64];
-
-	if (f->block != UINT32_MAX)
-		snprintf(where, sizeof(where), "block %u at offset %llu", f->block, off);
-	else if (f->magic == REEL_INDEX_MAGIC)
-		snprintf(where, sizeof(where), "index at offset %llu", off);
-	else if (f->magic == REEL_SEEK_MAGIC)
-		snprintf(where, sizeof(where), "seek table at offset %llu", off);
-	else if (reel_is_skippable(f->magic))
-		snprintf(where, sizeof(where), "skippable frame at offset %llu", off);
-	else
-		snprintf(where, sizeof(where), "offset %llu", off);
-
-	if (f->kind == FK_TRUNC) {
-		if (f->size < 4)
-			snprintf(err, errlen, "%s: frame truncated, %llu trailing bytes", where,
-				 (unsigned long long)f->size);
-		else
-			snprintf(err, errlen,
-				 "%s: frame truncated, needs %s%llu bytes, %llu present", where,
-				 f->why == WHY_ZSTD ? "at least " : "", (unsigned long long)f->need,
-				 (unsigned long long)f->size);
-		return;
-	}
-	switch (f->why) {
-	case WHY_SKIP_LEN:
-		snprintf(err, errlen,
-			 "%s: frame length %llu runs past the file end, %llu bytes skipped to the "
-			 "next frame",
-			 where, (unsigned long long)(f->need - 8), (unsigned long long)f->size);
-		break;
-	case WHY_ZSTD:
-		snprintf(err, errlen, "%s: bad frame (%s), %llu bytes skipped to the next frame",
-			 where, ZSTD_getErrorName(f->zerr), (unsigned long long)f->size);
-		break;
-	default:
-		snprintf(err, errlen,
-			 "%s: no frame magic (0x%08x), %llu bytes skipped to the next frame", where,
-			 f->magic, (unsigned long long)f->size);
-	}
-}
-
-/* Checks a seek table met while walking (footer not trusted) against the frames before it. */
-static int check_seek(const struct reel_reader *r, size_t fi, char *err, size_t errlen)
-{
-	const struct rframe *f = &r->frames[fi];
-	const uint8_t *p = r->base + f->off;
-	uint64_t n;
-
-	if (f->size < 8 + REEL_SEEK_FOOTER_SIZE ||
-	    rd32(p + f->size - 4) != REEL_SEEKABLE_FOOTER_MAGIC) {
-		snprintf(err, errlen, "seek table at offset %llu: no seekable footer",
-			 (unsigned long long)f->off);
-		return -REEL_ERR_CORRUPT;
-	}
-	n = rd32(p + f->size - 9);
-	if (n != fi || f->size != 8 + n * 8 + REEL_SEEK_FOOTER_SIZE) {
-		snprintf(err, errlen,
-			 "seek table at offset %llu: lists %llu frames, %zu precede it",
-			 (unsigned long long)f->off, (unsigned long long)n, fi);
-		return -REEL_ERR_CORRUPT;
-	}
-	for (size_t i = 0; i < fi; i++) {
-		if (rd32(p + 8 + i * 8) != r->frames[i].size) {
-			snprintf(err, errlen,
-				 "seek table at offset %llu: frame %zu size %u, file has %llu",
-				 (unsigned long long)f->off, i, rd32(p + 8 + i * 8),
-				 (unsigned long long)r->frames[i].size);
-			return -REEL_ERR_CORRUPT;
-		}
-	}
-	if (f->off + f->size != r->size) {
-		snprintf(err, errlen, "seek table at offset %llu: not at the end of the file",
-			 (unsigned long long)f->off);
-		return -REEL_ERR_CORRUPT;
-	}
-	return 0;
-}
-
-static int repair(struct reel_reader *r, size_t fi);
-
 /* Reading a mapped file front to back: give back the pages already read, so
  * the resident size stays flat whatever the file's length (they come back
  * from the page cache if a frame is read again). */
@@ -914,7 +552,7 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 			if (rc) {
 				f->status = ST_BAD;
 				/* frames after it may change: a scanned index is stale */
-				if (repair(r, r->fi - 1) == 1 && r->blocks_loaded)
+				if (reel_frames_repair(r, r->fi - 1) == 1 && r->blocks_loaded)
 					free_index(r);
 				return rc;
 			}
@@ -938,45 +576,24 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 		case FK_SEEK:
 			if (f->status)
 				break;
-			rc = check_seek(r, (size_t)(f - r->frames), r->errmsg, sizeof(r->errmsg));
+			rc = reel_frames_check_seek(r, (size_t)(f - r->frames), r->errmsg,
+						    sizeof(r->errmsg));
 			f->status = rc ? ST_BAD : ST_OK;
 			if (rc)
 				return rc;
 			break;
 		case FK_BAD:
 			f->status = ST_BAD;
-			frame_msg(f, r->errmsg, sizeof(r->errmsg));
+			reel_frames_msg(f, r->errmsg, sizeof(r->errmsg));
 			return -REEL_ERR_CORRUPT;
 		case FK_TRUNC:
 			f->status = ST_BAD;
-			frame_msg(f, r->errmsg, sizeof(r->errmsg));
+			reel_frames_msg(f, r->errmsg, sizeof(r->errmsg));
 			return -REEL_ERR_TRUNCATED;
 		default:
 			break;
 		}
 	}
-}
-
-/*
- * Walked files only: a data frame that failed to decode may have had a block
- * size damaged and swallowed the start of the next frame. If a frame starts
- * inside it, cut it there and walk the rest again. Returns 1 if it did.
- */
-static int repair(struct reel_reader *r, size_t fi)
-{
-	struct rframe *f = &r->frames[fi];
-	uint64_t q;
-	int rc;
-
-	if (!r->walked || f->kind != FK_DATA)
-		return 0;
-	q = resync_until(r, f->off + 1, f->off + f->size);
-	if (q >= f->off + f->size)
-		return 0;
-	f->size = q - f->off;
-	r->nframes = fi + 1;
-	rc = walk(r, q, f->block + 1);
-	return rc ? rc : 1;
 }
 
 /* Rebuilds the block index by decoding every data frame. */
@@ -1006,13 +623,13 @@ static int scan_index(struct reel_reader *r)
 			goto out;
 		if (rc) {
 			f->status = ST_BAD;
-			rc = repair(r, i);
+			rc = reel_frames_repair(r, i);
 			if (rc < 0)
 				goto out;
 			rc = 0;
 			continue;
 		}
-		if (k == ndata) { /* repair() found more frames */
+		if (k == ndata) { /* reel_frames_repair() found more frames */
 			rc = grow_index(r, ndata * 2 + 8);
 			if (rc)
 				goto out;
@@ -1196,10 +813,54 @@ void reel_reader__stats(const struct reel_reader *r, struct reel_reader_stats *s
 
 /* ---- open / close ---- */
 
+/* The frame list of a file whose header frames end at data_off: from the
+ * seek table when it agrees with the file, else by walking. */
+static int list_frames(struct reel_reader *r, uint64_t hdr_size, uint64_t copy_off,
+		       uint64_t data_off)
+{
+	int rc;
+
+	r->hdr_end = hdr_size;
+	/* no_index (verify, recover): walk every frame rather than trust the footer */
+	if (!r->o.no_index && reel_frames_from_footer(r, hdr_size)) {
+		/* the index is the frame before the seek table */
+		if (r->nframes >= 2 && r->frames[r->nframes - 2].kind == FK_INDEX) {
+			char ie[256];
+
+			if (!check_index(r, r->nframes - 2, true, ie, sizeof(ie))) {
+				r->frames[r->nframes - 2].status = ST_OK;
+				r->clean_close = true;
+			}
+		}
+		return 0;
+	}
+	if (!reel_frames_push(r, FK_HEADER, 0, hdr_size))
+		return -ENOMEM;
+	if (copy_off && !reel_frames_push(r, FK_HCOPY, copy_off, data_off - copy_off))
+		return -ENOMEM;
+	rc = reel_frames_walk(r, data_off, 0);
+	if (rc)
+		return rc;
+	/* a walked file can still have a footer that agrees with it */
+	if (r->nframes >= 3 && r->frames[r->nframes - 1].kind == FK_SEEK &&
+	    r->frames[r->nframes - 2].kind == FK_INDEX) {
+		char ie[256];
+
+		if (!reel_frames_check_seek(r, r->nframes - 1, ie, sizeof(ie)) &&
+		    !check_index(r, r->nframes - 2, false, ie, sizeof(ie))) {
+			r->frames[r->nframes - 1].status = ST_OK;
+			r->frames[r->nframes - 2].status = ST_OK;
+			r->clean_close = true;
+		}
+	}
+	return 0;
+}
+
 static int open_common(struct reel_reader *r, char *err, size_t errlen)
 {
 	static const uint8_t hmagic[4] = {0x5A, 0x2A, 0x4D, 0x18};
 	const uint8_t *b = r->base;
+	struct reel_hdr_loc loc;
 	uint64_t hlen;
 	int rc;
 
@@ -1214,6 +875,15 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 		snprintf(err, errlen, "offset 0: not a reel file (%zu bytes)", r->size);
 		return -REEL_ERR_MAGIC;
 	}
+	/* the header, or its copy when the header is damaged (FORMAT.md 3.1) */
+	if (!reel_header_locate(b, r->size, &r->hdr, &loc)) {
+		if (loc.err) {
+			r->hdr_err = loc.err;
+			snprintf(r->hdr_msg, sizeof(r->hdr_msg), "%s", loc.msg);
+		}
+		return list_frames(r, loc.hdr_size, loc.copy_off, loc.data_off);
+	}
+	/* no intact copy of the header: read what frame 0 holds */
 	if (rd32(b) != REEL_HEADER_MAGIC) {
 		snprintf(err, errlen, "offset 0: not a reel file (magic 0x%08x%s)", rd32(b),
 			 rd32(b) == REEL_ZSTD_MAGIC ? ", a plain zstd stream" : "");
@@ -1221,7 +891,7 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 	}
 	hlen = rd32(b + 4);
 	if (hlen > REEL_MAX_HEADER || 8 + hlen > r->size) {
-		uint64_t q = resync(r, 16);
+		uint64_t q = reel_frames_resync(r, 16);
 
 		if (q >= r->size || hlen < 8 || 16 > r->size) {
 			if (hlen > REEL_MAX_HEADER) {
@@ -1245,9 +915,9 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 			 "header at offset 0: length %llu runs past the next frame at %llu",
 			 (unsigned long long)hlen, (unsigned long long)q);
 		r->hdr_end = q;
-		if (!push(r, FK_HEADER, 0, q))
+		if (!reel_frames_push(r, FK_HEADER, 0, q))
 			return -ENOMEM;
-		return walk(r, q, 0);
+		return reel_frames_walk(r, q, 0);
 	}
 	rc = reel_header_parse(b + 8, hlen, &r->hdr, r->hdr_msg, sizeof(r->hdr_msg));
 	if (rc == -REEL_ERR_MAGIC || rc == -REEL_ERR_VERSION) {
@@ -1255,38 +925,7 @@ static int open_common(struct reel_reader *r, char *err, size_t errlen)
 		return rc;
 	}
 	r->hdr_err = rc;
-	r->hdr_end = 8 + hlen;
-	/* no_index (verify, recover): walk every frame rather than trust the footer */
-	if (!r->o.no_index && from_footer(r, r->hdr_end)) {
-		/* the index is the frame before the seek table */
-		if (r->nframes >= 2 && r->frames[r->nframes - 2].kind == FK_INDEX) {
-			char ie[256];
-
-			if (!check_index(r, r->nframes - 2, true, ie, sizeof(ie))) {
-				r->frames[r->nframes - 2].status = ST_OK;
-				r->clean_close = true;
-			}
-		}
-		return 0;
-	}
-	if (!push(r, FK_HEADER, 0, r->hdr_end))
-		return -ENOMEM;
-	rc = walk(r, r->hdr_end, 0);
-	if (rc)
-		return rc;
-	/* a walked file can still have a footer that agrees with it */
-	if (r->nframes >= 3 && r->frames[r->nframes - 1].kind == FK_SEEK &&
-	    r->frames[r->nframes - 2].kind == FK_INDEX) {
-		char ie[256];
-
-		if (!check_seek(r, r->nframes - 1, ie, sizeof(ie)) &&
-		    !check_index(r, r->nframes - 2, false, ie, sizeof(ie))) {
-			r->frames[r->nframes - 1].status = ST_OK;
-			r->frames[r->nframes - 2].status = ST_OK;
-			r->clean_close = true;
-		}
-	}
-	return 0;
+	return list_frames(r, 8 + hlen, 0, 8 + hlen);
 }
 
 static struct reel_reader *reader_new(const struct reel_reader_opts *opts, int *err)

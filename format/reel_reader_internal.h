@@ -11,7 +11,7 @@
 
 struct ZSTD_DCtx_s;
 
-enum { FK_HEADER, FK_DATA, FK_INDEX, FK_SEEK, FK_SKIP, FK_BAD, FK_TRUNC };
+enum { FK_HEADER, FK_DATA, FK_INDEX, FK_SEEK, FK_SKIP, FK_BAD, FK_TRUNC, FK_HCOPY };
 enum { ST_UNSEEN, ST_OK, ST_BAD };
 enum { WHY_NONE, WHY_MAGIC, WHY_ZSTD, WHY_SKIP_LEN };
 
@@ -73,6 +73,31 @@ struct reel_reader {
 	struct reel_cpu_count *cpus;
 	size_t nblk, ncpus;
 };
+
+/* reel_frames.c: the frame list (FORMAT.md 6-7). */
+
+/* Size of the zstd frame header at p (0 when avail does not hold it); sets
+ * *checksum from its Content_Checksum_flag. */
+size_t reel_frame_hdr_size(const uint8_t *p, size_t avail, bool *checksum);
+/* Appends a frame to r->frames; NULL when out of memory. */
+struct rframe *reel_frames_push(struct reel_reader *r, uint8_t kind, uint64_t off, uint64_t size);
+/* Lists the frames from pos to the end of the file by walking them, data
+ * blocks numbered from `block`. 0 or -ENOMEM. */
+int reel_frames_walk(struct reel_reader *r, uint64_t pos, uint32_t block);
+/* Lists every frame from the seek table; false (and nothing listed) when the
+ * footer is absent or disagrees with a frame (header frame hdr_end long). */
+bool reel_frames_from_footer(struct reel_reader *r, uint64_t hdr_end);
+/* First offset >= from where a plausible frame starts, or the file size. */
+uint64_t reel_frames_resync(const struct reel_reader *r, uint64_t from);
+/* The message for a damaged or truncated region f. */
+void reel_frames_msg(const struct rframe *f, char *err, size_t errlen);
+/* Checks the seek table frames[fi], met while walking, against the frames
+ * before it: 0 or -REEL_ERR_CORRUPT with a message. */
+int reel_frames_check_seek(const struct reel_reader *r, size_t fi, char *err, size_t errlen);
+/* Walked files: a data frame fi that failed to decode may have swallowed
+ * the start of the next: cuts it there and walks again. 1 if it did, 0 if
+ * not, -ENOMEM. */
+int reel_frames_repair(struct reel_reader *r, size_t fi);
 
 /* The next record of the block the reader holds, without loading another:
  * 1 and *rec filled, or 0 when that block is used up (then r->buf may be

@@ -712,11 +712,16 @@ static int write_header(struct reel_writer *w)
 		return err;
 	/* what a reader of this file will see (reel_writer__header) */
 	reel_header_parse(buf + 8, len - 8, &w->hdr, perr, sizeof(perr));
-	err = push_frame(w, (uint32_t)len, 0);
-	if (!err) {
-		err = write_frame(w, buf, len);
-		if (err)
-			w->nframes--;
+	/* the header, then its copy (FORMAT.md 3.1): one damaged byte in
+	 * either leaves the other to read the file with */
+	for (int copy = 0; copy < 2 && !err; copy++) {
+		wr32(buf, copy ? REEL_HCOPY_MAGIC : REEL_HEADER_MAGIC);
+		err = push_frame(w, (uint32_t)len, 0);
+		if (!err) {
+			err = write_frame(w, buf, len);
+			if (err)
+				w->nframes--;
+		}
 	}
 	free(buf);
 	return err;

@@ -7,3 +7,11 @@ reel_fuzz_target(reader LIBS reelformat_internal)
 #   gen_format_data <tests/data dir> <tests/fuzz/corpus/reader dir>
 add_executable(gen_format_data ${CMAKE_CURRENT_SOURCE_DIR}/data/gen_format_data.c)
 target_link_libraries(gen_format_data PRIVATE reelformat)
+
+# Every bit of a coded file's header and footer flipped in turn (and a sample
+# of its data frames): no flip loses more than the block it hits.
+if(TARGET reeltool)
+	reel_unit_test(test_flip SOURCES test_flip.c LIBS reelformat)
+	add_dependencies(test_flip reeltool)
+	target_include_directories(test_flip PRIVATE ${PROJECT_SOURCE_DIR}/capture ${PROJECT_SOURCE_DIR}/bpf)
+endif()

@@ -26,11 +26,13 @@
 extern "C" {
 #endif
 
-/* Newest format version this library reads and writes. A file is 2.0 when its
- * blocks are record-coded (REEL_META_RECORD_CODING), else 1.0, which readers of
- * 1.x read too. Readers accept majors REEL_FORMAT_MAJOR_MIN..REEL_FORMAT_MAJOR. */
+/* Newest format version this library reads and writes. A file is 2.x when its
+ * blocks are record-coded (REEL_META_RECORD_CODING), else 1.x, which readers of
+ * 1.x read too; minor 1 adds the header copy frame (FORMAT.md 3.1), which
+ * readers of minor 0 skip. Readers accept majors REEL_FORMAT_MAJOR_MIN..
+ * REEL_FORMAT_MAJOR and any minor. */
 #define REEL_FORMAT_MAJOR     2
-#define REEL_FORMAT_MINOR     0
+#define REEL_FORMAT_MINOR     1
 #define REEL_FORMAT_MAJOR_MIN 1
 
 /* ------------------------------------------------------------------ */
