@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "l7.h"
-#include "pcapng.h"
+#include "pkt.h"
 #include "reasm.h"
 #include "reel_abi.h"
 

@@ -1,47 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The pcapng writer (pcapng.h): SHB, one IDB, an EPB per synthesized packet,
+ * assembled in place in 1 MiB buffers that a thread writes (and fills in
+ * the TCP/UDP checksums of the packets put without one just before).
+ */
 #include "pcapng.h"
 #include "outq.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pcap/pcap.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #define OUT_BUF (1u << 20)
-
-FILE *reel_open_output(const char *path, void **bufp)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	FILE *f;
-
-	*bufp = NULL;
-	if (fd < 0)
-		return NULL;
-	f = fdopen(fd, "wb");
-	if (!f) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return NULL;
-	}
-	/* glibc ignores the size of a NULL buffer (it uses st_blksize, 4 KiB):
-	 * give it one, so the kernel sees large writes */
-	*bufp = malloc(OUT_BUF);
-	if (*bufp)
-		setvbuf(f, *bufp, _IOFBF, OUT_BUF);
-	return f;
-}
-
-/* ------------------------------------------------------------------ */
-/* pcapng                                                              */
 
 /* Packets whose TCP/UDP checksum the writer thread fills in: offset and
  * length of each, in buffer order. */
@@ -350,30 +322,39 @@ static size_t comment_len(const char *comment)
 	return comment && *comment ? strnlen(comment, 1024) : 0;
 }
 
-int reel_pcapng__commit(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			uint32_t pid, uint32_t tid, const char *comment)
+int reel_pcapng__commit(struct reel_pcapng *w, const struct reel_pkt_spec *s, size_t len)
 {
 	if (len > PKT_MAX)
 		return -E2BIG;
-	return commit_epb(w, real_ns, len, dir, pid, tid, comment, comment_len(comment));
+	return commit_epb(w, s->real_ns, (uint32_t)len, s->dir, s->pid, s->tid, s->comment,
+			  s->clen == REEL_PCAPNG_STRLEN ? comment_len(s->comment) : s->clen);
 }
 
-int reel_pcapng__commit_len(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
-			    uint32_t pid, uint32_t tid, const char *comment, size_t clen)
+size_t reel_pcapng__put(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err)
 {
-	if (len > PKT_MAX)
-		return -E2BIG;
-	return commit_epb(w, real_ns, len, dir, pid, tid, comment,
-			  clen == REEL_PCAPNG_STRLEN ? comment_len(comment) : clen);
-}
+	struct csum_list *l;
+	uint8_t *pkt;
+	size_t n;
 
-int reel_pcapng__packet(struct reel_pcapng *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len,
-			uint32_t dir, uint32_t pid, uint32_t tid, const char *comment)
-{
-	if (len > PKT_MAX)
-		return -E2BIG;
-	memcpy(reel_pcapng__reserve(w), pkt, len);
-	return reel_pcapng__commit(w, real_ns, len, dir, pid, tid, comment);
+	if (w->len >= FLUSH_AT)
+		flush_part(w, true);
+	pkt = w->buf + w->len + EPB_HDR;
+	n = reel_pkt_headers(pkt, REEL_PCAPNG_MAX_PKT, s);
+	if (!n)
+		return 0;
+	/* n <= 65535 + 40: within PKT_MAX. The writer thread's checksum, or
+	 * (no thread, no memory for the list) this one's. */
+	l = w->cur;
+	if (l && (l->n < l->cap || csum_reserve(l, 1))) {
+		l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);
+		l->pkt[l->n][1] = (uint32_t)n;
+		l->n++;
+	} else {
+		reel_pkt_csum(pkt, n);
+	}
+	*err = commit_epb(w, s->real_ns, (uint32_t)n, s->dir, s->pid, s->tid, s->comment,
+			  s->clen == REEL_PCAPNG_STRLEN ? comment_len(s->comment) : s->clen);
+	return n;
 }
 
 int reel_pcapng__close(struct reel_pcapng *w)
@@ -399,307 +380,4 @@ int reel_pcapng__close(struct reel_pcapng *w)
 		err = errno ? -errno : -EIO;
 	free(w);
 	return err;
-}
-
-/* ------------------------------------------------------------------ */
-/* legacy pcap                                                         */
-
-struct reel_pcapw {
-	pcap_t *dead;
-	pcap_dumper_t *d;
-	void *stdio_buf; /* freed after the dumper closes its FILE */
-};
-
-struct reel_pcapw *reel_pcapw__open(const char *path)
-{
-	struct reel_pcapw *w = calloc(1, sizeof(*w));
-	FILE *f;
-
-	if (!w)
-		return NULL;
-	w->dead = pcap_open_dead_with_tstamp_precision(DLT_RAW, REEL_PCAPNG_SNAPLEN,
-						       PCAP_TSTAMP_PRECISION_NANO);
-	f = w->dead ? reel_open_output(path, &w->stdio_buf) : NULL;
-	if (!f) {
-		int e = w->dead ? errno : ENOMEM;
-
-		if (w->dead)
-			pcap_close(w->dead);
-		free(w->stdio_buf);
-		free(w);
-		errno = e;
-		return NULL;
-	}
-	w->d = pcap_dump_fopen(w->dead, f);
-	if (!w->d) {
-		fclose(f);
-		free(w->stdio_buf);
-		pcap_close(w->dead);
-		free(w);
-		errno = EIO;
-		return NULL;
-	}
-	return w;
-}
-
-int reel_pcapw__packet(struct reel_pcapw *w, uint64_t real_ns, const uint8_t *pkt, uint32_t len)
-{
-	struct pcap_pkthdr h;
-
-	/* With nanosecond precision the dumper takes tv_usec as nanoseconds. */
-	h.ts.tv_sec = (time_t)(real_ns / 1000000000u);
-	h.ts.tv_usec = (suseconds_t)(real_ns % 1000000000u);
-	h.caplen = len;
-	h.len = len;
-	pcap_dump((u_char *)w->d, &h, pkt);
-	return 0;
-}
-
-int reel_pcapw__close(struct reel_pcapw *w)
-{
-	int err = 0;
-
-	if (!w)
-		return 0;
-	if (pcap_dump_flush(w->d))
-		err = -EIO;
-	pcap_dump_close(w->d);
-	pcap_close(w->dead);
-	free(w->stdio_buf);
-	free(w);
-	return err;
-}
-
-/* ------------------------------------------------------------------ */
-/* packets                                                             */
-
-static inline __attribute__((always_inline)) uint64_t csum_add(uint64_t sum, const uint8_t *p,
-							       size_t n)
-{
-	while (n >= 8) {
-		uint64_t v;
-		uint32_t a, b;
-
-		memcpy(&v, p, 8);
-		a = (uint32_t)v;
-		b = (uint32_t)(v >> 32);
-		sum += (uint64_t)a + b;
-		p += 8;
-		n -= 8;
-	}
-	while (n >= 2) {
-		uint16_t v;
-
-		memcpy(&v, p, 2);
-		sum += v;
-		p += 2;
-		n -= 2;
-	}
-	if (n) {
-		uint16_t v = 0;
-
-		memcpy(&v, p, 1); /* the odd byte is the high-order byte in network order */
-		sum += v;
-	}
-	return sum;
-}
-
-#ifdef __SSE2__
-/* csum_add for long spans, 64 bytes a round: each 16-bit word biased to a
- * signed one (w ^ 0x8000 is w - 32768) and pairs summed into 32-bit lanes
- * by pmaddwd; the bias comes back at the end. Any grouping of the words
- * gives the same one's complement sum. */
-static uint64_t csum_wide(uint64_t sum, const uint8_t *p, size_t n)
-{
-	const __m128i bias = _mm_set1_epi16((short)0x8000), one = _mm_set1_epi16(1);
-
-	while (n >= 64) {
-		/* a lane takes at most 4 x 65536 in magnitude a round: after
-		 * 4096 rounds, 2^30 */
-		size_t rounds = n / 64 < 4096 ? n / 64 : 4096;
-		__m128i s0 = _mm_setzero_si128();
-		int32_t l[4];
-		int64_t t;
-
-		n -= rounds * 64;
-		sum += (uint64_t)rounds * 32 * 32768;
-		while (rounds--) {
-			__m128i a = _mm_loadu_si128((const __m128i *)p);
-			__m128i b = _mm_loadu_si128((const __m128i *)(p + 16));
-			__m128i c = _mm_loadu_si128((const __m128i *)(p + 32));
-			__m128i d = _mm_loadu_si128((const __m128i *)(p + 48));
-
-			a = _mm_madd_epi16(_mm_xor_si128(a, bias), one);
-			b = _mm_madd_epi16(_mm_xor_si128(b, bias), one);
-			c = _mm_madd_epi16(_mm_xor_si128(c, bias), one);
-			d = _mm_madd_epi16(_mm_xor_si128(d, bias), one);
-			s0 = _mm_add_epi32(s0,
-					   _mm_add_epi32(_mm_add_epi32(a, b), _mm_add_epi32(c, d)));
-			p += 64;
-		}
-		_mm_storeu_si128((__m128i *)l, s0);
-		t = (int64_t)l[0] + l[1] + l[2] + l[3];
-		sum += (uint64_t)t;
-	}
-	return csum_add(sum, p, n);
-}
-#else
-/* csum_add with four independent sums, for long spans. */
-static uint64_t csum_wide(uint64_t sum, const uint8_t *p, size_t n)
-{
-	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-
-	while (n >= 32) {
-		uint64_t a, b, c, d;
-
-		memcpy(&a, p, 8);
-		memcpy(&b, p + 8, 8);
-		memcpy(&c, p + 16, 8);
-		memcpy(&d, p + 24, 8);
-		s0 += (a & 0xffffffffu) + (a >> 32);
-		s1 += (b & 0xffffffffu) + (b >> 32);
-		s2 += (c & 0xffffffffu) + (c >> 32);
-		s3 += (d & 0xffffffffu) + (d >> 32);
-		p += 32;
-		n -= 32;
-	}
-	return csum_add(sum + s0 + s1 + s2 + s3, p, n);
-}
-#endif
-
-/* The end-around-carry fold, without a loop: each step keeps the value
- * modulo 0xffff and nonzero if it was. */
-static inline uint16_t csum_fold(uint64_t sum)
-{
-	sum = (sum & 0xffffffffu) + (sum >> 32);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-static inline __attribute__((always_inline)) size_t
-pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src, const struct reel_pkt_ep *dst,
-	  int l4, uint32_t seq, uint32_t ack, uint8_t tcpflags, uint16_t ipid,
-	  const uint8_t *payload, size_t plen)
-{
-	size_t iph = src->v6 ? 40 : 20, l4h = l4 == 17 ? 8 : 20;
-	size_t total = iph + l4h + plen;
-	uint8_t *t = buf + iph;
-	uint32_t l4len = (uint32_t)(l4h + plen), w[5];
-	uint16_t c;
-
-	if (total > cap || plen > reel_pkt_mss(src->v6, l4))
-		return 0;
-	/* the headers a 32-bit word at a time, in network order */
-	if (src->v6) {
-		w[0] = htonl(6u << 28);
-		w[1] = htonl(l4len << 16 | (uint32_t)l4 << 8 | 64);
-		memcpy(buf, w, 8);
-		memcpy(buf + 8, src->addr, 16);
-		memcpy(buf + 24, dst->addr, 16);
-	} else {
-		uint32_t a, b;
-
-		memcpy(&a, src->addr, 4);
-		memcpy(&b, dst->addr, 4);
-		w[0] = htonl(0x45000000u | (uint32_t)total);
-		w[1] = htonl((uint32_t)ipid << 16 | 0x4000); /* DF */
-		w[2] = htonl(64u << 24 | (uint32_t)l4 << 16);
-		w[3] = a;
-		w[4] = b;
-		c = csum_fold((uint64_t)w[0] + w[1] + w[2] + a + b);
-		memcpy(buf, w, 20);
-		memcpy(buf + 10, &c, 2);
-	}
-
-	{
-		uint32_t h[5];
-
-		memcpy(&h[0], &src->port, 2);
-		memcpy((uint8_t *)&h[0] + 2, &dst->port, 2);
-		if (l4 == 17) {
-			h[1] = htonl(l4len << 16);
-			memcpy(t, h, 8);
-		} else {
-			h[1] = htonl(seq);
-			h[2] = htonl(ack);
-			h[3] = htonl(0x5000ffffu | (uint32_t)tcpflags << 16); /* window 65535 */
-			h[4] = 0;
-			memcpy(t, h, 20);
-		}
-	}
-	/* the TCP/UDP checksum field is 0: reel_pkt_csum() fills it in */
-	if (plen)
-		memcpy(t + l4h, payload, plen);
-	return total;
-}
-
-size_t reel_pkt_build(uint8_t *buf, size_t cap, const struct reel_pkt_ep *src,
-		      const struct reel_pkt_ep *dst, int l4, uint32_t seq, uint32_t ack,
-		      uint8_t tcpflags, uint16_t ipid, const uint8_t *payload, size_t plen)
-{
-	size_t n = pkt_build(buf, cap, src, dst, l4, seq, ack, tcpflags, ipid, payload, plen);
-
-	if (n)
-		reel_pkt_csum(buf, n);
-	return n;
-}
-
-size_t reel_pcapng__put(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err)
-{
-	struct csum_list *l;
-	uint8_t *pkt;
-	size_t n;
-
-	if (w->len >= FLUSH_AT)
-		flush_part(w, true);
-	pkt = w->buf + w->len + EPB_HDR;
-	n = pkt_build(pkt, REEL_PCAPNG_MAX_PKT, s->src, s->dst, s->l4, s->seq, s->ack, s->tcpflags,
-		      s->ipid, s->payload, s->plen);
-	if (!n)
-		return 0;
-	/* n <= 65535 + 40: within PKT_MAX. The writer thread's checksum, or
-	 * (no thread, no memory for the list) this one's. */
-	l = w->cur;
-	if (l && (l->n < l->cap || csum_reserve(l, 1))) {
-		l->pkt[l->n][0] = (uint32_t)(w->len + EPB_HDR);
-		l->pkt[l->n][1] = (uint32_t)n;
-		l->n++;
-	} else {
-		reel_pkt_csum(pkt, n);
-	}
-	*err = commit_epb(w, s->real_ns, (uint32_t)n, s->dir, s->pid, s->tid, s->comment,
-			  s->clen == REEL_PCAPNG_STRLEN ? comment_len(s->comment) : s->clen);
-	return n;
-}
-
-void reel_pkt_csum(uint8_t *pkt, size_t len)
-{
-	size_t iph, l4len;
-	uint64_t sum;
-	uint16_t c;
-	int l4;
-
-	if (len >= 40 && pkt[0] >> 4 == 6) {
-		iph = 40;
-		l4 = pkt[6];
-		sum = csum_add(0, pkt + 8, 32);
-	} else if (len >= 20 && pkt[0] == 0x45) {
-		iph = 20;
-		l4 = pkt[9];
-		sum = csum_add(0, pkt + 12, 8);
-	} else {
-		return;
-	}
-	if ((l4 != 6 && l4 != 17) || len < iph + (l4 == 17 ? 8 : 20))
-		return;
-	l4len = len - iph;
-	sum += htons((uint16_t)l4) + htons((uint16_t)l4len);
-	pkt += iph;
-	pkt[l4 == 17 ? 6 : 16] = pkt[l4 == 17 ? 7 : 17] = 0;
-	c = csum_fold(csum_wide(sum, pkt, l4len));
-	if (l4 == 17 && c == 0)
-		c = 0xffff;
-	memcpy(pkt + (l4 == 17 ? 6 : 16), &c, 2);
 }

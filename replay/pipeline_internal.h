@@ -27,6 +27,7 @@
 
 #include "conn.h"
 #include "pcapng.h"
+#include "pcapw.h"
 #include "reasm.h"
 #include "reel_event.h"
 #include "reel_pipeline.h"

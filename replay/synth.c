@@ -12,53 +12,82 @@
 #include "hash.h"
 #include "pipeline_internal.h"
 
-/* One packet of the flow; the comment's length clen (or REEL_PCAPNG_STRLEN).
- * Inline: its callers pass constants, and a call would pass 16 arguments. */
-static inline __attribute__((always_inline)) void
-flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx, uint32_t pid,
-	    int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack, const uint8_t *data,
-	    size_t len, const char *comment, size_t clen, uint32_t tid,
-	    const struct reel_endpoint *peer)
+/* One packet of a flow as the synthesis asks for it: which way, its TCP
+ * fields and payload, its block's comment, and whose it is (input file for
+ * its time, process and thread for its options). */
+struct flow_pkt {
+	struct flow *fl;
+	bool stream;   /* TCP, else UDP */
+	int dir;       /* REEL_DIR_EGRESS: the traced socket sent it */
+	uint8_t flags; /* REEL_TCP_* */
+	uint32_t seq, ack;
+	const uint8_t *data;
+	size_t len;
+	const char *comment; /* NULL: none */
+	size_t clen;	     /* its length, or REEL_PCAPNG_STRLEN */
+	uint64_t ts;	     /* record time */
+	uint32_t file_idx, pid, tid;
+	const struct reel_endpoint *peer; /* a datagram's own peer; NULL: the flow's */
+};
+
+/* The packets of connection c's flow, sent `dir` at ts. */
+static inline struct flow_pkt conn_pkt(const struct conn *c, int dir, uint64_t ts)
 {
+	return (struct flow_pkt){.fl = c->fl,
+				 .stream = stream_like(c),
+				 .dir = dir,
+				 .ts = ts,
+				 .file_idx = c->file_idx,
+				 .pid = c->id.tgid};
+}
+
+/*
+ * Writes one packet: the one path from a flow's packet to the outputs. Alone,
+ * the pcapng writer builds it in place in its buffer (no copy of the packet)
+ * and fills in the TCP/UDP checksum later (in its thread when it has one);
+ * with a filter expression or a pcap output it is built complete first.
+ * Inline: the data path's callers fill the struct with what is at hand.
+ */
+static inline __attribute__((always_inline)) void emit(struct reel_pipeline *p,
+						       const struct flow_pkt *k)
+{
+	struct flow *fl = k->fl;
 	struct reel_pkt_ep remote;
 	const struct reel_pkt_ep *src = &fl->ep[0], *dst = &fl->ep[1];
+	struct reel_pkt_spec s;
 	uint8_t *pkt;
 	size_t n;
-	uint64_t real;
 
 	if (fl->mirror_of)
 		return;
-	if (peer && is_ip(peer) && (peer->family == REEL_AF_INET6) == fl->ep[0].v6) {
-		reel_pkt_ep_from(&remote, peer);
+	if (k->peer && is_ip(k->peer) && (k->peer->family == REEL_AF_INET6) == fl->ep[0].v6) {
+		reel_pkt_ep_from(&remote, k->peer);
 		dst = &remote;
 	}
-	if (dir != REEL_DIR_EGRESS) {
+	if (k->dir != REEL_DIR_EGRESS) {
 		const struct reel_pkt_ep *x = src;
 
 		src = dst;
 		dst = x;
 	}
-	/* built in place in the pcapng writer's buffer: no copy of the packet;
-	 * alone, the pcapng writer fills in the TCP/UDP checksum (in its thread
-	 * when it has one, else as it writes the block) */
+	s = (struct reel_pkt_spec){
+		.src = src,
+		.dst = dst,
+		.payload = k->data,
+		.plen = k->len,
+		.comment = k->comment,
+		.clen = k->comment ? k->clen : 0,
+		.real_ns = real_ns(p, k->file_idx, k->ts),
+		.seq = k->seq,
+		.ack = k->ack,
+		.dir = k->dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT : REEL_EPB_DIR_IN,
+		.pid = k->pid,
+		.tid = k->tid,
+		.ipid = fl->ipid[k->dir]++,
+		.tcpflags = k->flags,
+		.l4 = k->stream ? 6 : 17,
+	};
 	if (p->png && !p->pcw && !p->have_bpf) {
-		struct reel_pkt_spec s = {
-			.src = src,
-			.dst = dst,
-			.payload = data,
-			.plen = len,
-			.comment = comment,
-			.clen = clen,
-			.real_ns = real_ns(p, file_idx, ts),
-			.seq = seq,
-			.ack = ack,
-			.dir = dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT : REEL_EPB_DIR_IN,
-			.pid = pid,
-			.tid = tid,
-			.ipid = fl->ipid[dir]++,
-			.tcpflags = flags,
-			.l4 = stream ? 6 : 17,
-		};
 		int e = 0;
 
 		if (!reel_pcapng__put(p->png, &s, &e))
@@ -69,8 +98,7 @@ flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file
 		return;
 	}
 	pkt = p->png ? reel_pcapng__reserve(p->png) : p->pkt;
-	n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, src, dst, stream ? 6 : 17, seq, ack, flags,
-			   fl->ipid[dir]++, data, len);
+	n = reel_pkt_build(pkt, REEL_PCAPNG_MAX_PKT, &s);
 	if (!n)
 		return;
 	if (p->have_bpf) {
@@ -79,14 +107,10 @@ flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file
 		if (!pcap_offline_filter(&p->bpf, &h, pkt))
 			return;
 	}
-	real = real_ns(p, file_idx, ts);
 	if (p->pcw)
-		reel_pcapw__packet(p->pcw, real, pkt, (uint32_t)n);
+		reel_pcapw__packet(p->pcw, s.real_ns, pkt, (uint32_t)n);
 	if (p->png) {
-		int e = reel_pcapng__commit_len(p->png, real, (uint32_t)n,
-						dir == REEL_DIR_EGRESS ? REEL_EPB_DIR_OUT
-								       : REEL_EPB_DIR_IN,
-						pid, tid, comment, clen);
+		int e = reel_pcapng__commit(p->png, &s, n);
 
 		if (e && !p->err)
 			p->err = e;
@@ -94,22 +118,29 @@ flow_emit_n(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file
 	p->st.packets++;
 }
 
-static void flow_emit(struct reel_pipeline *p, struct flow *fl, bool stream, uint32_t file_idx,
-		      uint32_t pid, int dir, uint64_t ts, uint8_t flags, uint32_t seq, uint32_t ack,
-		      const uint8_t *data, size_t len, const char *comment, uint32_t tid,
-		      const struct reel_endpoint *peer)
+/* A packet without payload (handshake, pure ACK, FIN, RST) of k's flow. */
+static inline __attribute__((always_inline)) void emit_ctl(struct reel_pipeline *p,
+							   const struct flow_pkt *k, int dir,
+							   uint8_t flags, uint32_t seq,
+							   uint32_t ack, const char *comment)
 {
-	flow_emit_n(p, fl, stream, file_idx, pid, dir, ts, flags, seq, ack, data, len, comment,
-		    REEL_PCAPNG_STRLEN, tid, peer);
+	struct flow_pkt c = *k;
+
+	c.dir = dir;
+	c.flags = flags;
+	c.seq = seq;
+	c.ack = ack;
+	c.comment = comment;
+	c.clen = REEL_PCAPNG_STRLEN;
+	emit(p, &c);
 }
 
-static inline __attribute__((always_inline)) void
-synth_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts, uint8_t flags,
-	   uint32_t seq, uint32_t ack, const uint8_t *data, size_t len, const char *comment,
-	   size_t clen, uint32_t tid, const struct reel_endpoint *peer)
+/* emit_ctl out of line, for the end of a flow (once per connection). */
+static __attribute__((noinline)) void emit_end(struct reel_pipeline *p, const struct flow_pkt *k,
+					       int dir, uint8_t flags, uint32_t seq, uint32_t ack,
+					       const char *comment)
 {
-	flow_emit_n(p, c->fl, stream_like(c), c->file_idx, c->id.tgid, dir, ts, flags, seq, ack,
-		    data, len, comment, clen, tid, peer);
+	emit_ctl(p, k, dir, flags, seq, ack, comment);
 }
 
 /* Takes the pending notes of `dir` (and the first-packet note) into sb. */
@@ -144,6 +175,7 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 	uint64_t t;
 	char note[320];
 	struct reel_sb sb;
+	struct flow_pkt k;
 
 	if (c->fl->started)
 		return;
@@ -212,12 +244,10 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 			"%sreel: handshake synthesized (connection seen first on data, role %s)",
 			sb.len ? "; " : "",
 			c->role == REEL_ROLE_SERVER ? "server (inferred)" : "client (inferred)");
-	synth_emit(p, c, cd, t, REEL_TCP_SYN, c->fl->isn[cd], 0, NULL, 0, sb.len ? note : NULL,
-		   REEL_PCAPNG_STRLEN, 0, NULL);
-	synth_emit(p, c, sd, t, REEL_TCP_SYN | REEL_TCP_ACK, c->fl->isn[sd], c->fl->isn[cd] + 1,
-		   NULL, 0, NULL, 0, 0, NULL);
-	synth_emit(p, c, cd, t, REEL_TCP_ACK, c->fl->isn[cd] + 1, c->fl->isn[sd] + 1, NULL, 0, NULL,
-		   0, 0, NULL);
+	k = conn_pkt(c, cd, t);
+	emit_ctl(p, &k, cd, REEL_TCP_SYN, c->fl->isn[cd], 0, sb.len ? note : NULL);
+	emit_ctl(p, &k, sd, REEL_TCP_SYN | REEL_TCP_ACK, c->fl->isn[sd], c->fl->isn[cd] + 1, NULL);
+	emit_ctl(p, &k, cd, REEL_TCP_ACK, c->fl->isn[cd] + 1, c->fl->isn[sd] + 1, NULL);
 }
 
 /* A datagram both traced ends saw (client sendto, server recvfrom) would be
@@ -311,6 +341,7 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 {
 	char note[1024];
 	struct reel_sb sb;
+	struct flow_pkt k;
 	uint32_t mss;
 	size_t clen;
 	int od = !dir;
@@ -326,19 +357,27 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 	put_packet_note(&sb, c, dir, ch);
 	/* the text is made of NUL-free strings: its length, unless truncated */
 	clen = sb.len < sizeof(note) ? sb.len : strlen(note);
+	k = conn_pkt(c, dir, ch->ts);
+	k.tid = ch->tid;
+	k.peer = ch->flags & REEL_DATAF_HAS_PEER ? &ch->peer : NULL;
 	for (uint32_t off = 0; off < ch->cap;) {
 		uint32_t n = ch->cap - off < mss ? ch->cap - off : mss;
 
-		synth_emit(p, c, dir, ch->ts,
-			   REEL_TCP_ACK | (off + n == ch->cap ? REEL_TCP_PSH : 0),
-			   seq_at(c, dir, ch->pos + off), seq_at(c, od, c->rs[od].next),
-			   ch->data + off, n, off ? NULL : note, off ? 0 : clen, ch->tid,
-			   ch->flags & REEL_DATAF_HAS_PEER ? &ch->peer : NULL);
+		k.flags = REEL_TCP_ACK | (off + n == ch->cap ? REEL_TCP_PSH : 0);
+		k.seq = seq_at(c, dir, ch->pos + off);
+		k.ack = seq_at(c, od, c->rs[od].next);
+		k.data = ch->data + off;
+		k.len = n;
+		k.comment = off ? NULL : note;
+		k.clen = clen;
+		emit(p, &k);
 		off += n;
 	}
-	if (stream_like(c))
-		synth_emit(p, c, od, ch->ts, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
-			   seq_at(c, dir, ch->pos + ch->len), NULL, 0, NULL, 0, 0, NULL);
+	if (stream_like(c)) {
+		k = conn_pkt(c, od, ch->ts);
+		emit_ctl(p, &k, od, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
+			 seq_at(c, dir, ch->pos + ch->len), NULL);
+	}
 }
 
 static uint32_t flow_hash(uint32_t host, uint64_t ino)
@@ -412,10 +451,14 @@ struct flow *reel_flow_get(struct reel_pipeline *p, uint32_t host, uint64_t ino,
  * and frees it. */
 void reel_flow_finish(struct reel_pipeline *p, struct flow *fl)
 {
+	struct flow_pkt k = {.fl = fl,
+			     .stream = true,
+			     .ts = fl->close_ts,
+			     .file_idx = fl->close_file,
+			     .pid = fl->close_tgid};
 	char n0[1024], n1[1024];
 	struct reel_sb a, b;
-	uint32_t e, r, f = fl->close_file, pid = fl->close_tgid;
-	uint64_t ts = fl->close_ts;
+	uint32_t e, r;
 
 	if (!fl->started || (!p->png && !p->pcw) || !fl->stream)
 		goto out;
@@ -430,26 +473,23 @@ void reel_flow_finish(struct reel_pipeline *p, struct flow *fl)
 		reel_sb_printf(&a, "%sreel: close() by %s pid %u fd %d", a.len ? "; " : "",
 			       fl->close_comm[0] ? fl->close_comm : "?", fl->close_tgid,
 			       fl->close_fd);
-		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, e,
-			  r, NULL, 0, n0, fl->close_tid, NULL);
-		flow_emit(p, fl, true, f, pid, REEL_DIR_INGRESS, ts, REEL_TCP_FIN | REEL_TCP_ACK, r,
-			  e + 1, NULL, 0, b.len ? n1 : NULL, 0, NULL);
-		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e + 1, r + 1,
-			  NULL, 0, NULL, 0, NULL);
+		k.tid = fl->close_tid;
+		emit_end(p, &k, REEL_DIR_EGRESS, REEL_TCP_FIN | REEL_TCP_ACK, e, r, n0);
+		k.tid = 0;
+		emit_end(p, &k, REEL_DIR_INGRESS, REEL_TCP_FIN | REEL_TCP_ACK, r, e + 1,
+			 b.len ? n1 : NULL);
+		emit_end(p, &k, REEL_DIR_EGRESS, REEL_TCP_ACK, e + 1, r + 1, NULL);
 		break;
 	case CONN_END_RESET:
 		reel_sb_printf(&a, "%sreel: socket gone without a close() we saw (fd reused)",
 			       a.len ? "; " : "");
-		flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_RST | REEL_TCP_ACK, e,
-			  r, NULL, 0, n0, 0, NULL);
+		emit_end(p, &k, REEL_DIR_EGRESS, REEL_TCP_RST | REEL_TCP_ACK, e, r, n0);
 		break;
 	default:
 		if (a.len)
-			flow_emit(p, fl, true, f, pid, REEL_DIR_EGRESS, ts, REEL_TCP_ACK, e, r,
-				  NULL, 0, n0, 0, NULL);
+			emit_end(p, &k, REEL_DIR_EGRESS, REEL_TCP_ACK, e, r, n0);
 		if (b.len)
-			flow_emit(p, fl, true, f, pid, REEL_DIR_INGRESS, ts, REEL_TCP_ACK, r, e,
-				  NULL, 0, n1, 0, NULL);
+			emit_end(p, &k, REEL_DIR_INGRESS, REEL_TCP_ACK, r, e, n1);
 		break;
 	}
 out:

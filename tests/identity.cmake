@@ -8,5 +8,5 @@ if(TARGET reelplay AND TARGET reeltool)
 		COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/identity/check_identity.sh
 			$<TARGET_FILE:reelplay> $<TARGET_FILE:reeltool>
 			${CMAKE_CURRENT_BINARY_DIR}/identity)
-	set_tests_properties(replay_byte_identity PROPERTIES LABELS "traces" TIMEOUT 120)
+	set_tests_properties(replay_byte_identity PROPERTIES LABELS "traces" TIMEOUT 600)
 endif()

@@ -1423,14 +1423,11 @@ static void test_pcapng_csum_later(void **state)
 				assert_true(reel_pcapng__put(w, &sp, &e) > 0);
 			} else {
 				/* checksummed in place */
-				size_t n =
-					reel_pkt_build(reel_pcapng__reserve(w), REEL_PCAPNG_MAX_PKT,
-						       sp.src, sp.dst, sp.l4, sp.seq, sp.ack,
-						       sp.tcpflags, sp.ipid, sp.payload, sp.plen);
+				size_t n = reel_pkt_build(reel_pcapng__reserve(w),
+							  REEL_PCAPNG_MAX_PKT, &sp);
 
 				assert_true(n > 0);
-				e = reel_pcapng__commit(w, sp.real_ns, (uint32_t)n, sp.dir, sp.pid,
-							sp.tid, sp.comment);
+				e = reel_pcapng__commit(w, &sp, n);
 			}
 			assert_int_equal(e, 0);
 		}
