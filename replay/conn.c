@@ -1,21 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "conn.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
-
-int conn_table_init(struct conn_table *t)
+int reel_ct_init(struct conn_table *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->nbuckets = 1024;
@@ -30,7 +21,7 @@ int conn_table_init(struct conn_table *t)
 	return 0;
 }
 
-void conn_table_free(struct conn_table *t)
+void reel_ct_free(struct conn_table *t)
 {
 	for (uint32_t i = 0; i < t->npbuckets; i++) {
 		struct proc_info *pi = t->pbuckets[i];
@@ -52,10 +43,10 @@ static bool same_fd(const struct conn *c, uint32_t host, const struct reel_conn_
 	return c->host == host && c->id.tgid == id->tgid && c->id.fd == id->fd;
 }
 
-struct conn *conn_find(struct conn_table *t, uint32_t host, const struct reel_conn_id *id,
-		       struct conn **other)
+struct conn *reel_ct_find(struct conn_table *t, uint32_t host, const struct reel_conn_id *id,
+			  struct conn **other)
 {
-	struct conn *c = t->buckets[conn_hash(host, id->tgid, id->fd) & (t->nbuckets - 1)];
+	struct conn *c = t->buckets[reel_ct_hash(host, id->tgid, id->fd) & (t->nbuckets - 1)];
 
 	if (other)
 		*other = NULL;
@@ -82,7 +73,7 @@ static void grow(struct conn_table *t)
 
 		while (c) {
 			struct conn *n = c->hnext;
-			uint32_t h = conn_hash(c->host, c->id.tgid, c->id.fd) & (nb - 1);
+			uint32_t h = reel_ct_hash(c->host, c->id.tgid, c->id.fd) & (nb - 1);
 
 			c->hnext = b[h];
 			b[h] = c;
@@ -94,7 +85,7 @@ static void grow(struct conn_table *t)
 	t->nbuckets = nb;
 }
 
-struct conn *conn_insert(struct conn_table *t, uint32_t host, const struct reel_conn_id *id)
+struct conn *reel_ct_insert(struct conn_table *t, uint32_t host, const struct reel_conn_id *id)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	uint32_t h;
@@ -105,9 +96,9 @@ struct conn *conn_insert(struct conn_table *t, uint32_t host, const struct reel_
 		grow(t);
 	c->host = host;
 	c->id = *id;
-	reasm_init(&c->rs[0]);
-	reasm_init(&c->rs[1]);
-	h = conn_hash(host, id->tgid, id->fd) & (t->nbuckets - 1);
+	reel_reasm_init(&c->rs[0]);
+	reel_reasm_init(&c->rs[1]);
+	h = reel_ct_hash(host, id->tgid, id->fd) & (t->nbuckets - 1);
 	c->hnext = t->buckets[h];
 	t->buckets[h] = c;
 	c->prev = t->tail;
@@ -120,10 +111,10 @@ struct conn *conn_insert(struct conn_table *t, uint32_t host, const struct reel_
 	return c;
 }
 
-void conn_remove(struct conn_table *t, struct conn *c)
+void reel_ct_remove(struct conn_table *t, struct conn *c)
 {
 	struct conn **pp =
-		&t->buckets[conn_hash(c->host, c->id.tgid, c->id.fd) & (t->nbuckets - 1)];
+		&t->buckets[reel_ct_hash(c->host, c->id.tgid, c->id.fd) & (t->nbuckets - 1)];
 
 	while (*pp && *pp != c)
 		pp = &(*pp)->hnext;
@@ -143,10 +134,10 @@ void conn_remove(struct conn_table *t, struct conn *c)
 
 static uint32_t proc_hash(const struct conn_table *t, uint32_t host, uint32_t pid)
 {
-	return mix(((uint64_t)host << 32) | pid) & (t->npbuckets - 1);
+	return reel_hash32(((uint64_t)host << 32) | pid) & (t->npbuckets - 1);
 }
 
-struct proc_info *proc_find(struct conn_table *t, uint32_t host, uint32_t pid)
+struct proc_info *reel_ct_proc_find(struct conn_table *t, uint32_t host, uint32_t pid)
 {
 	struct proc_info *pi = t->pbuckets[proc_hash(t, host, pid)];
 
@@ -180,9 +171,9 @@ static void pgrow(struct conn_table *t)
 	free(ob);
 }
 
-struct proc_info *proc_get(struct conn_table *t, uint32_t host, uint32_t pid)
+struct proc_info *reel_ct_proc_get(struct conn_table *t, uint32_t host, uint32_t pid)
 {
-	struct proc_info *pi = proc_find(t, host, pid);
+	struct proc_info *pi = reel_ct_proc_find(t, host, pid);
 	uint32_t h;
 
 	if (pi)
@@ -201,7 +192,7 @@ struct proc_info *proc_get(struct conn_table *t, uint32_t host, uint32_t pid)
 	return pi;
 }
 
-void proc_remove(struct conn_table *t, uint32_t host, uint32_t pid)
+void reel_ct_proc_remove(struct conn_table *t, uint32_t host, uint32_t pid)
 {
 	struct proc_info **pp = &t->pbuckets[proc_hash(t, host, pid)];
 

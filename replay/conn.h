@@ -51,7 +51,7 @@ struct conn {
 	bool tls; /* the TLS plaintext stream of tls_parent's socket */
 	/* TLS (bpf/ABI.md): the plaintext of a socket is a connection of its
 	 * own, with its own positions, parser and packet flow. The socket's
-	 * connection (ciphertext) owns it and ends it; conn_find skips it. */
+	 * connection (ciphertext) owns it and ends it; reel_ct_find skips it. */
 	struct conn *tls_sub, *tls_parent;
 
 	/* L7 */
@@ -150,29 +150,29 @@ struct conn_table {
 	uint32_t npbuckets, np;
 };
 
-int conn_table_init(struct conn_table *t);
-void conn_table_free(struct conn_table *t); /* frees remaining entries' memory only */
+int reel_ct_init(struct conn_table *t);
+void reel_ct_free(struct conn_table *t); /* frees remaining entries' memory only */
 
 /* Finds a connection; with `same_fd`, also returns (in *same_fd) a live
  * connection of the same (host, tgid, fd) but another ino. */
-struct conn *conn_find(struct conn_table *t, uint32_t host, const struct reel_conn_id *id,
-		       struct conn **same_fd);
+struct conn *reel_ct_find(struct conn_table *t, uint32_t host, const struct reel_conn_id *id,
+			  struct conn **same_fd);
 
 /* Bucket hash of (host, tgid, fd): the high half of a Fibonacci product
  * (every key bit reaches it); one multiply on the per-record path. */
-static inline uint32_t conn_hash(uint32_t host, uint32_t tgid, int32_t fd)
+static inline uint32_t reel_ct_hash(uint32_t host, uint32_t tgid, int32_t fd)
 {
 	uint64_t x = ((uint64_t)host << 48) ^ ((uint64_t)tgid << 20) ^ (uint32_t)fd;
 
 	return (uint32_t)((x * 0x9E3779B97F4A7C15ull) >> 32);
 }
 
-/* conn_find without same_fd, inline for the per-record path: the same
+/* reel_ct_find without same_fd, inline for the per-record path: the same
  * connection. */
-static inline struct conn *conn_lookup(const struct conn_table *t, uint32_t host,
-				       const struct reel_conn_id *id)
+static inline struct conn *reel_ct_lookup(const struct conn_table *t, uint32_t host,
+					  const struct reel_conn_id *id)
 {
-	struct conn *c = t->buckets[conn_hash(host, id->tgid, id->fd) & (t->nbuckets - 1)];
+	struct conn *c = t->buckets[reel_ct_hash(host, id->tgid, id->fd) & (t->nbuckets - 1)];
 
 	for (; c; c = c->hnext)
 		if (c->host == host && c->id.tgid == id->tgid && c->id.fd == id->fd &&
@@ -181,12 +181,12 @@ static inline struct conn *conn_lookup(const struct conn_table *t, uint32_t host
 	return NULL;
 }
 /* Inserts a zeroed new connection; NULL on ENOMEM. */
-struct conn *conn_insert(struct conn_table *t, uint32_t host, const struct reel_conn_id *id);
+struct conn *reel_ct_insert(struct conn_table *t, uint32_t host, const struct reel_conn_id *id);
 /* Unlinks (does not free) c. */
-void conn_remove(struct conn_table *t, struct conn *c);
+void reel_ct_remove(struct conn_table *t, struct conn *c);
 
-struct proc_info *proc_find(struct conn_table *t, uint32_t host, uint32_t pid);
-struct proc_info *proc_get(struct conn_table *t, uint32_t host, uint32_t pid); /* creates */
-void proc_remove(struct conn_table *t, uint32_t host, uint32_t pid);
+struct proc_info *reel_ct_proc_find(struct conn_table *t, uint32_t host, uint32_t pid);
+struct proc_info *reel_ct_proc_get(struct conn_table *t, uint32_t host, uint32_t pid); /* creates */
+void reel_ct_proc_remove(struct conn_table *t, uint32_t host, uint32_t pid);
 
 #endif /* REEL_CONN_H */

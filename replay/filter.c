@@ -113,7 +113,7 @@ bool reel_event_pass(struct reel_pipeline *p, const struct reel_event *ev)
 		break;
 	}
 	if (id) {
-		struct conn *c = conn_find(&p->ct, host_of(p, ev->file_idx), id, NULL);
+		struct conn *c = reel_ct_find(&p->ct, host_of(p, ev->file_idx), id, NULL);
 
 		if (!c)
 			return pass_pid(p, id->tgid) && !p->o.ncomms && !p->o.nports &&
@@ -133,7 +133,7 @@ bool reel_event_pass(struct reel_pipeline *p, const struct reel_event *ev)
 		return !p->o.proto_mask || (p->o.proto_mask & (1u << c->proto));
 	}
 	if (has_pid) {
-		struct proc_info *pi = proc_find(&p->ct, host_of(p, ev->file_idx), tgid);
+		struct proc_info *pi = reel_ct_proc_find(&p->ct, host_of(p, ev->file_idx), tgid);
 
 		if (p->have_conn_filter || p->o.nports || p->o.proto_mask)
 			return false;

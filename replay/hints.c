@@ -10,65 +10,27 @@
 
 static const char *tshark_name(enum reel_proto p)
 {
-	switch (p) {
-	case REEL_PROTO_HTTP1:
-		return "http";
-	case REEL_PROTO_HTTP2:
-		return "http2";
-	case REEL_PROTO_DNS:
-		return "dns";
-	case REEL_PROTO_REDIS:
-		return "resp";
-	case REEL_PROTO_PGSQL:
-		return "pgsql";
-	case REEL_PROTO_MYSQL:
-		return "mysql";
-	default:
-		return NULL;
-	}
+	const struct reel_l7_parser *par = reel_l7_by_proto(p);
+
+	return par ? par->tshark : NULL;
 }
 
 /* Ports where tshark 4 decodes the protocol without help. */
 static bool standard_port(enum reel_proto p, uint16_t port)
 {
-	static const uint16_t http[] = {80, 3128, 3132, 5985, 8080, 8088, 11371, 1900, 2869, 2710};
+	const struct reel_l7_parser *par = reel_l7_by_proto(p);
 
-	switch (p) {
-	case REEL_PROTO_HTTP1:
-		for (size_t i = 0; i < sizeof(http) / sizeof(http[0]); i++)
-			if (port == http[i])
-				return true;
-		return false;
-	case REEL_PROTO_DNS:
-		return port == 53 || port == 5353;
-	case REEL_PROTO_REDIS:
-		return port == 6379;
-	case REEL_PROTO_PGSQL:
-		return port == 5432;
-	case REEL_PROTO_MYSQL:
-		return port == 3306;
-	default:
-		return false; /* HTTP/2 cleartext needs a hint on every port */
-	}
+	for (const uint16_t *x = par ? par->tshark_ports : NULL; x && *x; x++)
+		if (*x == port)
+			return true;
+	return false; /* HTTP/2 cleartext needs a hint on every port */
 }
 
 uint16_t reel_proto_default_port(enum reel_proto p)
 {
-	switch (p) {
-	case REEL_PROTO_HTTP1:
-	case REEL_PROTO_HTTP2:
-		return 80;
-	case REEL_PROTO_DNS:
-		return 53;
-	case REEL_PROTO_REDIS:
-		return 6379;
-	case REEL_PROTO_PGSQL:
-		return 5432;
-	case REEL_PROTO_MYSQL:
-		return 3306;
-	default:
-		return 0;
-	}
+	const struct reel_l7_parser *par = reel_l7_by_proto(p);
+
+	return par ? par->port : 0;
 }
 
 void reel_hints_add(struct reel_pipeline *p, const struct conn *c)

@@ -50,6 +50,17 @@ static void fmt_conn_json(struct reel_pipeline *p, const struct conn *c, uint64_
 	reel_sb_putc(sb, '}');
 }
 
+/* Takes c out of the tables and frees it (its flow already left). */
+static void conn_release(struct reel_pipeline *p, struct conn *c)
+{
+	reel_mirror_forget(p, c);
+	reel_prefix_drop(c);
+	reel_ct_remove(&p->ct, c);
+	reel_reasm_free(&c->rs[0]);
+	reel_reasm_free(&c->rs[1]);
+	free(c);
+}
+
 void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end,
 		   const uint64_t *final)
 {
@@ -61,7 +72,7 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 	if (c->tls_parent)
 		c->tls_parent->tls_sub = NULL;
 	for (int d = 0; d < 2; d++)
-		reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &reel_rs_ops, c);
+		reel_reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &reel_rs_ops, c);
 	reel_mirror_unlink(c); /* a mirror takes its twin's protocol for its line */
 	if (c->parser) {
 		c->parser->close(c->pst, ts, &emit);
@@ -85,12 +96,7 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 		}
 	}
 	reel_flow_leave(p, c, ts, end);
-	reel_mirror_forget(p, c);
-	reel_prefix_drop(c);
-	conn_remove(&p->ct, c);
-	reasm_free(&c->rs[0]);
-	reasm_free(&c->rs[1]);
-	free(c);
+	conn_release(p, c);
 }
 
 /* A new connection in the table, on the flow of socket flow_ino (made, or
@@ -98,14 +104,14 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 static struct conn *conn_new(struct reel_pipeline *p, uint32_t host, const struct reel_conn_id *id,
 			     uint64_t flow_ino, uint32_t file_idx, uint64_t ts)
 {
-	struct conn *c = conn_insert(&p->ct, host, id);
+	struct conn *c = reel_ct_insert(&p->ct, host, id);
 
 	if (!c)
 		return NULL;
 	c->serial = ++p->serial;
 	c->fl = reel_flow_get(p, host, flow_ino, c->serial);
 	if (!c->fl) {
-		conn_remove(&p->ct, c);
+		reel_ct_remove(&p->ct, c);
 		free(c);
 		return NULL;
 	}
@@ -127,13 +133,13 @@ struct conn *reel_conn_get_new(struct reel_pipeline *p, uint32_t file_idx, uint3
 	struct conn *other, *c;
 	struct proc_info *pi;
 
-	conn_find(&p->ct, host, id, &other);
+	reel_ct_find(&p->ct, host, id, &other);
 	if (other)
 		reel_conn_end(p, other, ts, CONN_END_RESET, NULL);
 	c = conn_new(p, host, id, id->ino, file_idx, ts);
 	if (!c)
 		return NULL;
-	pi = proc_find(&p->ct, host, id->tgid);
+	pi = reel_ct_proc_find(&p->ct, host, id->tgid);
 	if (pi) {
 		memcpy(c->comm, pi->comm, sizeof(c->comm));
 		memcpy(c->exe, pi->exe, sizeof(c->exe));
@@ -236,7 +242,7 @@ void reel_on_conn_close(struct reel_pipeline *p, const struct reel_event *ev)
 void reel_proc_set(struct reel_pipeline *p, uint32_t file_idx, uint32_t pid, const char *comm,
 		   const char *exe, size_t exe_len)
 {
-	struct proc_info *pi = proc_get(&p->ct, host_of(p, file_idx), pid);
+	struct proc_info *pi = reel_ct_proc_get(&p->ct, host_of(p, file_idx), pid);
 
 	if (!pi)
 		return;
@@ -270,13 +276,13 @@ void reel_on_proc_exit(struct reel_pipeline *p, const struct reel_event *ev)
 		}
 		c = n;
 	}
-	proc_remove(&p->ct, host, tgid);
+	reel_ct_proc_remove(&p->ct, host, tgid);
 }
 
 void reel_on_proc_fork(struct reel_pipeline *p, const struct reel_event *ev)
 {
 	uint32_t host = host_of(p, ev->file_idx);
-	struct proc_info *parent = proc_find(&p->ct, host, ev->fork.hdr.tgid);
+	struct proc_info *parent = reel_ct_proc_find(&p->ct, host, ev->fork.hdr.tgid);
 	char exe[128];
 
 	/* the child holds the parent's sockets too */
@@ -294,10 +300,5 @@ void reel_conn_free(struct reel_pipeline *p, struct conn *c)
 		c->parser->free_state(c->pst);
 	if (c->fl && --c->fl->refs <= 0 && !c->fl->hashed)
 		reel_flow_free(p, c->fl);
-	reel_mirror_forget(p, c);
-	reel_prefix_drop(c);
-	conn_remove(&p->ct, c);
-	reasm_free(&c->rs[0]);
-	reasm_free(&c->rs[1]);
-	free(c);
+	conn_release(p, c);
 }

@@ -84,7 +84,7 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 		reel_mirror_note(p, c);
 	}
 	if (!c->comm[0]) {
-		struct proc_info *pi = proc_find(&p->ct, c->host, c->id.tgid);
+		struct proc_info *pi = reel_ct_proc_find(&p->ct, c->host, c->id.tgid);
 
 		if (pi) {
 			memcpy(c->comm, pi->comm, sizeof(c->comm));
@@ -94,7 +94,7 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	}
 	p->st.payload_bytes += d->cap_len;
 	if (p->o.from_ns && real < p->o.from_ns) {
-		reasm_skip(&c->rs[d->dir], d->stream_pos + d->len);
+		reel_reasm_skip(&c->rs[d->dir], d->stream_pos + d->len);
 		c->skipped = true;
 		return;
 	}
@@ -113,7 +113,7 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 		.msg = d->msg,
 		.peer = d->peer,
 	};
-	reasm_push(&c->rs[d->dir], &p->lim, &ch, d->dir, &reel_rs_ops, c);
+	reel_reasm_push(&c->rs[d->dir], &p->lim, &ch, d->dir, &reel_rs_ops, c);
 }
 
 static void print_event(struct reel_pipeline *p, const struct reel_event *ev)
@@ -300,7 +300,7 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 
 	reel_reorder_init(&p->ro, p->o.window_ns, REORDER_MAX_HELD, REORDER_MAX_BYTES);
 	p->lim = (struct reasm_limits){4u << 20, 4096, 1000000000ull};
-	if (conn_table_init(&p->ct))
+	if (reel_ct_init(&p->ct))
 		goto fail;
 	p->line_cap = 4096 + p->o.preview * 4;
 	p->line = malloc(p->line_cap);
@@ -519,7 +519,7 @@ void reel_pipeline__free(struct reel_pipeline *p)
 			reel_flow_free(p, p->flows[i]);
 	reel_tuples_free(p);
 	if (p->ct.buckets)
-		conn_table_free(&p->ct);
+		reel_ct_free(&p->ct);
 	reel_json_free(p);
 	reel_reorder_free(&p->ro);
 	reel_pcapng__close(p->png);

@@ -249,7 +249,7 @@ static inline struct conn *conn_get(struct reel_pipeline *p, uint32_t file_idx,
 				    const struct reel_conn_id *id, uint64_t ts, bool create)
 {
 	uint32_t host = host_of(p, file_idx);
-	struct conn *c = conn_lookup(&p->ct, host, id);
+	struct conn *c = reel_ct_lookup(&p->ct, host, id);
 
 	if (c) {
 		c->file_idx = file_idx;

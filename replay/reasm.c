@@ -11,12 +11,12 @@ struct reasm_seg {
 	uint8_t bytes[];
 };
 
-void reasm_init(struct reasm *r)
+void reel_reasm_init(struct reasm *r)
 {
 	memset(r, 0, sizeof(*r));
 }
 
-void reasm_free(struct reasm *r)
+void reel_reasm_free(struct reasm *r)
 {
 	struct reasm_seg *s = r->held;
 
@@ -189,8 +189,8 @@ static __attribute__((noinline)) int push_slow(struct reasm *r, const struct rea
 	return 0;
 }
 
-int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *in,
-	       int dir, const struct reasm_ops *ops, void *ctx)
+int reel_reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *in,
+		    int dir, const struct reasm_ops *ops, void *ctx)
 {
 	if (in->pos != r->next || !in->len || r->held)
 		return push_slow(r, lim, in, dir, ops, ctx);
@@ -204,8 +204,8 @@ int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct rea
 	return 0;
 }
 
-void reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
-		 const struct reasm_ops *ops, void *ctx)
+void reel_reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
+		      const struct reasm_ops *ops, void *ctx)
 {
 	while (r->held)
 		gap_to_first(r, dir, ops, ctx);
@@ -215,7 +215,7 @@ void reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
 	}
 }
 
-void reasm_skip(struct reasm *r, uint64_t to_pos)
+void reel_reasm_skip(struct reasm *r, uint64_t to_pos)
 {
 	if (to_pos <= r->next)
 		return;

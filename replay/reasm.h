@@ -64,17 +64,17 @@ struct reasm_limits {
 	uint64_t hold_ns; /* a gap older than this is declared a hole */
 };
 
-void reasm_init(struct reasm *r);
-void reasm_free(struct reasm *r);
+void reel_reasm_init(struct reasm *r);
+void reel_reasm_free(struct reasm *r);
 /* Feeds one chunk; 0 or -ENOMEM (the chunk is then treated as lost: a gap). */
-int reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *c,
-	       int dir, const struct reasm_ops *ops, void *ctx);
+int reel_reasm_push(struct reasm *r, const struct reasm_limits *lim, const struct reasm_chunk *c,
+		    int dir, const struct reasm_ops *ops, void *ctx);
 /* Declares holes for every pending gap and delivers all held chunks. When
  * final_pos > the position reached, a REASM_HOLE_CLOSE hole covers the rest. */
-void reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
-		 const struct reasm_ops *ops, void *ctx);
+void reel_reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
+		      const struct reasm_ops *ops, void *ctx);
 /* Moves the expected position forward without a hole (bytes filtered out on
  * purpose, e.g. before --from). Held chunks below it are trimmed. */
-void reasm_skip(struct reasm *r, uint64_t to_pos);
+void reel_reasm_skip(struct reasm *r, uint64_t to_pos);
 
 #endif /* REEL_REASM_H */

@@ -131,21 +131,6 @@ static struct ep_stats *get(struct reel_summary *s, enum reel_proto proto, const
 	return e;
 }
 
-int reel_txn_is_error(const struct reel_txn *t)
-{
-	if (t->flags & REEL_TXNF_ERROR)
-		return 1;
-	switch (t->proto) {
-	case REEL_PROTO_HTTP1:
-	case REEL_PROTO_HTTP2:
-		return t->status >= 500 || (t->grpc_status > 0);
-	case REEL_PROTO_DNS:
-		return t->status > 0;
-	default:
-		return 0;
-	}
-}
-
 int reel_summary_txn(struct reel_summary *s, const struct reel_txn *t, const char *endpoint)
 {
 	struct ep_stats *e = get(s, t->proto, endpoint);

@@ -31,9 +31,6 @@ int reel_summary_txn(struct reel_summary *s, const struct reel_txn *t, const cha
 /* A connection ended. */
 int reel_summary_conn(struct reel_summary *s, enum reel_proto proto, const char *endpoint,
 		      uint64_t bytes_out, uint64_t bytes_in, uint32_t holes, uint64_t hole_bytes);
-/* Does `t` count as an error (protocol error flag, HTTP >= 500, DNS rcode,
- * gRPC status != 0)? */
-int reel_txn_is_error(const struct reel_txn *t);
 void reel_summary_print(const struct reel_summary *s, const struct reel_summary_totals *tot,
 			FILE *f);
 

@@ -224,13 +224,13 @@ static void test_reasm(void **state)
 	(void)state;
 	memset(&o, 0, sizeof(o));
 	fill(src, sizeof(src), 1);
-	reasm_init(&r);
+	reel_reasm_init(&r);
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		c.pos = cuts[i][0];
 		c.len = c.cap = cuts[i][1];
 		c.data = src + c.pos;
 		c.ts = i;
-		assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+		assert_int_equal(reel_reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
 	}
 	assert_int_equal(o.next_pos, 9000);
 	assert_int_equal(r.nheld, 1);
@@ -240,8 +240,8 @@ static void test_reasm(void **state)
 	c.cap = 100;
 	c.flags = REEL_DATAF_TRUNCATED;
 	c.data = src + 20000;
-	assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
-	reasm_flush(&r, 100, 25000, 0, &ops, &o);
+	assert_int_equal(reel_reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	reel_reasm_flush(&r, 100, 25000, 0, &ops, &o);
 	assert_int_equal(r.nheld, 0);
 	assert_int_equal(o.holes, 3);
 	assert_int_equal(o.hole_pos[0], 9000);
@@ -257,7 +257,7 @@ static void test_reasm(void **state)
 	assert_memory_equal(o.bytes + 9500, src + 9500, 10500 + 100);
 	assert_int_equal(r.dup_bytes, 1000 + 500);
 	assert_int_equal(r.hole_bytes, 500 + 900 + 4000);
-	reasm_free(&r);
+	reel_reasm_free(&r);
 }
 
 static void test_reasm_bounds(void **state)
@@ -271,14 +271,14 @@ static void test_reasm_bounds(void **state)
 
 	(void)state;
 	memset(&o, 0, sizeof(o));
-	reasm_init(&r);
+	reel_reasm_init(&r);
 	c.data = src;
 	/* three chunks ahead of a gap: the hold count bound (2) declares it */
 	for (int i = 0; i < 3; i++) {
 		c.pos = 100 + 10 * (uint64_t)i;
 		c.len = c.cap = 10;
 		c.ts = 1;
-		assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+		assert_int_equal(reel_reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
 	}
 	assert_int_equal(o.holes, 1);
 	assert_int_equal(o.hole_len[0], 100);
@@ -286,16 +286,16 @@ static void test_reasm_bounds(void **state)
 	/* age bound: a gap older than hold_ns is declared when later data comes */
 	c.pos = 200;
 	c.ts = 10;
-	assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	assert_int_equal(reel_reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
 	assert_int_equal(o.holes, 1);
 	c.pos = 300;
 	c.ts = 5000;
-	assert_int_equal(reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
+	assert_int_equal(reel_reasm_push(&r, &lim, &c, 0, &ops, &o), 0);
 	/* the gap before 200 was declared; the chunk at 300 is still fresh */
 	assert_int_equal(o.holes, 2);
 	assert_int_equal(o.next_pos, 210);
 	assert_int_equal(r.nheld, 1);
-	reasm_free(&r);
+	reel_reasm_free(&r);
 }
 
 /* ------------------------------------------------------------------ */

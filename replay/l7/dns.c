@@ -34,19 +34,18 @@ struct dns_pending {
 };
 
 struct dns_dir {
-	struct l7_stream s;
+	struct l7_side side; /* first: the glue (l7_internal.h) */
 	enum dns_state state;
 	uint64_t remain;
-	uint64_t last_ts;
 	bool holed; /* datagram mode: something was lost in this direction */
 };
 
 struct dns_conn {
+	struct l7_conn l7; /* first: the glue (l7_internal.h) */
 	bool datagram;
 	struct dns_dir d[2];
 	struct dns_pending q[DNS_PENDING];
 	uint64_t seq;
-	const struct reel_l7_emit *emit;
 };
 
 struct dns_msg {
@@ -103,7 +102,7 @@ static bool read_name(const uint8_t *msg, size_t n, size_t off, char *out, size_
 			if (!jumped && next)
 				*next = off + 1;
 			if (outsz && !out[0])
-				l7_copy_text(out, outsz, ".", 1);
+				reel_l7_copy_text(out, outsz, ".", 1);
 			return true;
 		}
 		wire += 1u + l;
@@ -111,8 +110,8 @@ static bool read_name(const uint8_t *msg, size_t n, size_t off, char *out, size_
 			return false;
 		if (outsz) {
 			if (out[0])
-				l7_append_text(out, outsz, ".", 1);
-			l7_append_text(out, outsz, msg + off + 1, l);
+				reel_l7_append_text(out, outsz, ".", 1);
+			reel_l7_append_text(out, outsz, msg + off + 1, l);
 		}
 		off += 1u + l;
 	}
@@ -186,10 +185,10 @@ static void describe_answers(const uint8_t *p, size_t n, const struct dns_msg *m
 	unsigned rc = m->flags & 0xf;
 
 	if (rc)
-		l7_appendf(out, outsz, "%s ", rcode_name(rc));
+		reel_l7_appendf(out, outsz, "%s ", rcode_name(rc));
 	if (m->flags & 0x0200)
-		l7_appendf(out, outsz, "tc ");
-	l7_appendf(out, outsz, "an=%u", m->an);
+		reel_l7_appendf(out, outsz, "tc ");
+	reel_l7_appendf(out, outsz, "an=%u", m->an);
 	if (!m->has_q && m->qd)
 		return;
 	/* Skip further questions (rare). */
@@ -217,18 +216,12 @@ static void describe_answers(const uint8_t *p, size_t n, const struct dns_msg *m
 				text[0] = '\0';
 		} else if (type == 5 || type == 2 || type == 12) {
 			if (!read_name(p, off + rdlen, off, text, sizeof(text), NULL))
-				l7_copy_text(text, sizeof(text), "?", 1);
+				reel_l7_copy_text(text, sizeof(text), "?", 1);
 		}
-		l7_appendf(out, outsz, " %s%s%s", type_name(type, tbuf, sizeof(tbuf)),
-			   text[0] ? " " : "", text);
+		reel_l7_appendf(out, outsz, " %s%s%s", type_name(type, tbuf, sizeof(tbuf)),
+				text[0] ? " " : "", text);
 		off += rdlen;
 	}
-}
-
-static void emit(struct dns_conn *c, struct reel_txn *t)
-{
-	if (c->emit && c->emit->txn)
-		c->emit->txn(c->emit->ctx, t);
 }
 
 static struct dns_pending *find_query(struct dns_conn *c, const struct dns_msg *m)
@@ -252,7 +245,7 @@ static struct dns_pending *find_query(struct dns_conn *c, const struct dns_msg *
 static void flush_query(struct dns_conn *c, struct dns_pending *q)
 {
 	q->t.flags |= REEL_TXNF_NO_RESP;
-	emit(c, &q->t);
+	reel_l7_emit_txn(&c->l7, &q->t);
 	q->used = false;
 }
 
@@ -263,9 +256,9 @@ static void set_question(struct reel_txn *t, const struct dns_msg *m)
 	t->stream_id = m->id;
 	if (!m->has_q)
 		return;
-	l7_copy_text(t->target, sizeof(t->target), m->qname, strlen(m->qname));
-	l7_copy_text(t->method, sizeof(t->method), type_name(m->qtype, tbuf, sizeof(tbuf)),
-		     strlen(type_name(m->qtype, tbuf, sizeof(tbuf))));
+	reel_l7_copy_text(t->target, sizeof(t->target), m->qname, strlen(m->qname));
+	reel_l7_copy_text(t->method, sizeof(t->method), type_name(m->qtype, tbuf, sizeof(tbuf)),
+			  strlen(type_name(m->qtype, tbuf, sizeof(tbuf))));
 }
 
 /*
@@ -300,7 +293,7 @@ static void on_message(struct dns_conn *c, int dir, const uint8_t *msg, size_t n
 		slot->used = true;
 		slot->id = m.id;
 		slot->seq = c->seq++;
-		l7_txn_init(&slot->t, REEL_PROTO_DNS);
+		reel_l7_txn_init(&slot->t, REEL_PROTO_DNS);
 		set_question(&slot->t, &m);
 		slot->t.flags |= flags;
 		slot->t.req_ts = ts;
@@ -319,7 +312,7 @@ static void on_message(struct dns_conn *c, int dir, const uint8_t *msg, size_t n
 		if (q) {
 			t = q->t;
 		} else {
-			l7_txn_init(&t, REEL_PROTO_DNS);
+			reel_l7_txn_init(&t, REEL_PROTO_DNS);
 			set_question(&t, &m);
 			t.flags |= REEL_TXNF_NO_REQ;
 			if (c->d[REEL_L7_REQ].holed)
@@ -334,7 +327,7 @@ static void on_message(struct dns_conn *c, int dir, const uint8_t *msg, size_t n
 		t.resp_bytes = wire;
 		t.resp_stream_pos = pos;
 		describe_answers(msg, n, &m, t.detail, sizeof(t.detail));
-		emit(c, &t);
+		reel_l7_emit_txn(&c->l7, &t);
 	}
 }
 
@@ -378,8 +371,9 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		}
 		if (n < 2 + l)
 			return 0;
-		on_message(c, dir, p + 2, l, d->s.pos, 2 + l, l7_stream_ts(&d->s, d->s.pos),
-			   l7_stream_ts(&d->s, d->s.pos + 1 + l), 0);
+		on_message(c, dir, p + 2, l, d->side.s.pos, 2 + l,
+			   reel_l7_stream_ts(&d->side.s, d->side.s.pos),
+			   reel_l7_stream_ts(&d->side.s, d->side.s.pos + 1 + l), 0);
 		return 2 + l;
 	case DNS_SKIP:
 		k = n < d->remain ? n : (size_t)d->remain;
@@ -389,7 +383,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		return k;
 	case DNS_RESYNC:
 		for (size_t i = 0; i < n; i++) {
-			switch (check_tcp_msg(p + i, n - i, dir, d->s.max)) {
+			switch (check_tcp_msg(p + i, n - i, dir, d->side.s.max)) {
 			case NO:
 				continue;
 			case MORE:
@@ -413,20 +407,9 @@ static void *dns_new(bool datagram)
 	if (!c)
 		return NULL;
 	c->datagram = datagram;
-	for (int i = 0; i < 2; i++)
-		l7_stream_init(&c->d[i].s, 2 + 65535);
+	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
+			  2 + 65535);
 	return c;
-}
-
-static void dns_free(void *st)
-{
-	struct dns_conn *c = st;
-
-	if (!c)
-		return;
-	for (int i = 0; i < 2; i++)
-		l7_stream_free(&c->d[i].s);
-	free(c);
 }
 
 static void dns_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
@@ -434,15 +417,15 @@ static void dns_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, 
 {
 	struct dns_conn *c = st;
 
-	if (!c || (unsigned)dir > 1 || !len)
-		return;
-	c->emit = emit_cb;
-	c->d[dir].last_ts = ts;
-	if (c->datagram) {
-		on_message(c, dir, data, len, pos, len, ts, ts, 0);
+	if (!c || !c->datagram) { /* a stream: 2-byte length prefixed messages */
+		reel_l7_conn_data(st, dir, ts, pos, data, len, emit_cb);
 		return;
 	}
-	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
+	if ((unsigned)dir > 1 || !len)
+		return;
+	c->l7.emit = emit_cb;
+	c->d[dir].side.last_ts = ts;
+	on_message(c, dir, data, len, pos, len, ts, ts, 0);
 }
 
 /* A hole of unknown content in the response direction: any pending query
@@ -459,14 +442,13 @@ static void flag_pending(struct dns_conn *c, int dir)
 static void dns_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		     const struct reel_l7_emit *emit_cb)
 {
-	struct dns_conn *c = st;
+	struct dns_conn *c = reel_l7_conn_enter(st, dir, emit_cb);
 	struct dns_dir *d;
 	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
 
-	if (!c || (unsigned)dir > 1)
+	if (!c)
 		return;
 	d = &c->d[dir];
-	c->emit = emit_cb;
 	if (c->datagram) {
 		d->holed = true;
 		flag_pending(c, dir);
@@ -480,36 +462,35 @@ static void dns_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, 
 		} else {
 			d->state = DNS_RESYNC;
 		}
-	} else if (d->state == DNS_MSG && d->s.len >= 2) {
+	} else if (d->state == DNS_MSG && d->side.s.len >= 2) {
 		/* A message of known size: parse what came, skip the rest. */
-		const uint8_t *p = d->s.buf + d->s.off;
-		uint64_t l = rd16(p), have = d->s.len - 2;
+		const uint8_t *p = d->side.s.buf + d->side.s.off;
+		uint64_t l = rd16(p), have = d->side.s.len - 2;
 
 		if (l >= DNS_HDR)
-			on_message(c, dir, p + 2, (size_t)have, d->s.pos, 2 + l,
-				   l7_stream_ts(&d->s, d->s.pos), ts, flag);
+			on_message(c, dir, p + 2, (size_t)have, d->side.s.pos, 2 + l,
+				   reel_l7_stream_ts(&d->side.s, d->side.s.pos), ts, flag);
 		if (l >= DNS_HDR && have + len <= l) {
 			d->remain = l - have - len;
 			d->state = d->remain ? DNS_SKIP : DNS_MSG;
 		} else {
 			d->state = DNS_RESYNC;
 		}
-	} else if (d->state == DNS_MSG && (d->s.len || len)) {
+	} else if (d->state == DNS_MSG && (d->side.s.len || len)) {
 		d->state = DNS_RESYNC;
 	}
 	if (d->state == DNS_RESYNC)
 		flag_pending(c, dir);
-	l7_stream_hole(&d->s, ts, pos, len);
+	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 
 static void dns_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 {
-	struct dns_conn *c = st;
+	struct dns_conn *c = reel_l7_conn_enter(st, 0, emit_cb);
 
 	(void)ts;
 	if (!c)
 		return;
-	c->emit = emit_cb;
 	for (;;) {
 		struct dns_pending *oldest = NULL;
 
@@ -551,13 +532,27 @@ static int dns_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uin
 	return well_known ? score + 30 : score;
 }
 
+/* where tshark 4 decodes it without -d */
+static const uint16_t tshark_ports[] = {53, 5353, 0};
+
+/* any rcode but NOERROR */
+static bool dns_error(const struct reel_txn *t)
+{
+	return t->status > 0;
+}
+
 const struct reel_l7_parser reel_l7_dns = {
 	.proto = REEL_PROTO_DNS,
 	.name = "dns",
 	.detect = dns_detect,
 	.new_state = dns_new,
-	.free_state = dns_free,
+	.free_state = reel_l7_conn_free,
 	.data = dns_data,
 	.hole = dns_hole,
 	.close = dns_close,
+	.priority = 5,
+	.port = 53,
+	.tshark = "dns",
+	.tshark_ports = tshark_ports,
+	.is_error = dns_error,
 };

@@ -47,19 +47,18 @@ struct h1_entry {
 };
 
 struct h1_dir {
-	struct l7_stream s;
+	struct l7_side side; /* first: the glue (l7_internal.h) */
 	enum h1_state state;
 	uint64_t remain;
 	uint64_t msg_pos;   /* stream position of the current message's first byte */
 	bool in_msg;	    /* headers parsed, body not finished */
 	bool prev_nl;	    /* RESYNC: the byte before the buffer was a line end */
 	size_t scanned;	    /* header-end search hint over the buffered bytes */
-	uint64_t last_ts;   /* time of the latest bytes */
-	uint64_t last_pos;  /* stream position after the latest bytes */
 	uint32_t hole_flag; /* REEL_TXNF_HOLE_REQ or _RESP */
 };
 
 struct h1_conn {
+	struct l7_conn l7; /* first: the glue (l7_internal.h) */
 	struct h1_dir d[2];
 	struct h1_entry q[H1_QUEUE];
 	uint64_t head, tail; /* absolute sequence numbers into q */
@@ -68,7 +67,6 @@ struct h1_conn {
 	bool resp_orphan;    /* the response being read has no request */
 	struct h1_entry orphan;
 	void *h2;
-	const struct reel_l7_emit *emit;
 };
 
 /* ---- byte classes ---- */
@@ -81,7 +79,7 @@ static bool is_digit(uint8_t c)
 /* Line length up to and including '\n', 0 if none within the bound. */
 static size_t line_len(const uint8_t *p, size_t n, size_t bound)
 {
-	const uint8_t *nl = l7_find(p, n < bound ? n : bound, '\n');
+	const uint8_t *nl = reel_l7_find(p, n < bound ? n : bound, '\n');
 
 	return nl ? (size_t)(nl - p) + 1 : 0;
 }
@@ -275,12 +273,12 @@ static void entry_init(struct h1_entry *e)
 	e->host[0] = e->req_ct[0] = e->resp_ct[0] = '\0';
 }
 
-/* l7_copy_text into one of an entry's buffers (<= 256), returning the length. */
+/* reel_l7_copy_text into one of an entry's buffers (<= 256), returning the length. */
 static uint8_t copy_field(char *dst, size_t dstsz, const uint8_t *v, size_t n)
 {
 	if (n > dstsz - 1)
 		n = dstsz - 1;
-	l7_sanitise(dst, v, n);
+	reel_l7_sanitise(dst, v, n);
 	dst[n] = '\0';
 	return (uint8_t)n;
 }
@@ -348,8 +346,7 @@ static void finish_detail(struct h1_entry *e)
 static void emit_entry(struct h1_conn *c, struct h1_entry *e)
 {
 	finish_detail(e);
-	if (c->emit && c->emit->txn)
-		c->emit->txn(c->emit->ctx, &e->t);
+	reel_l7_emit_txn(&c->l7, &e->t);
 }
 
 /* Emits finished entries from the head of the queue, in order. */
@@ -450,7 +447,7 @@ static void finish_req(struct h1_conn *c, uint64_t end_pos, uint64_t end_ts)
 static void finish_msg(struct h1_conn *c, int dir, uint64_t end_pos)
 {
 	struct h1_dir *d = &c->d[dir];
-	uint64_t ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	uint64_t ts = reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0);
 
 	if (dir == REEL_L7_REQ)
 		finish_req(c, end_pos, ts);
@@ -610,7 +607,7 @@ static bool parse_field(const uint8_t *line, size_t ll, struct h1_head *h)
 		uint64_t cl;
 
 		/* Conflicting lengths: the message cannot be framed. */
-		if (!l7_parse_u64(v, vl, &cl) || (h->has_cl && cl != h->cl))
+		if (!reel_l7_parse_u64(v, vl, &cl) || (h->has_cl && cl != h->cl))
 			return false;
 		h->has_cl = true;
 		h->cl = cl;
@@ -650,12 +647,12 @@ static void parse_start_line(const uint8_t *p, size_t l, int dir, struct h1_head
 {
 	memset(h, 0, sizeof(*h));
 	if (dir == REEL_L7_REQ) {
-		const uint8_t *sp = l7_find(p, l, ' '), *sp2;
+		const uint8_t *sp = reel_l7_find(p, l, ' '), *sp2;
 
 		h->method = p;
 		h->method_len = (size_t)(sp - p);
 		h->target = sp + 1;
-		sp2 = l7_find(h->target, l - h->method_len - 1, ' ');
+		sp2 = reel_l7_find(h->target, l - h->method_len - 1, ' ');
 		h->target_len = (size_t)(sp2 - h->target);
 	} else {
 		h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
@@ -800,11 +797,11 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 {
 	struct h1_dir *d = &c->d[REEL_L7_REQ];
 	struct h1_entry *e = push_entry(c);
-	uint64_t pos = d->s.pos;
+	uint64_t pos = d->side.s.pos;
 
 	c->req_seq = c->tail - 1;
 	d->in_msg = true;
-	e->t.req_ts = l7_stream_ts(&d->s, pos);
+	e->t.req_ts = reel_l7_stream_ts(&d->side.s, pos);
 	e->t.req_stream_pos = pos;
 	copy_field(e->t.method, sizeof(e->t.method), h->method, h->method_len);
 	copy_field(e->t.target, sizeof(e->t.target), h->target, h->target_len);
@@ -825,7 +822,7 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struct h1_head *h)
 {
 	struct h1_dir *d = &c->d[REEL_L7_RESP];
-	uint64_t pos = d->s.pos, seq = 0;
+	uint64_t pos = d->side.s.pos, seq = 0;
 	struct h1_entry *e;
 	bool no_body;
 
@@ -842,7 +839,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 			c->resp_orphan = true;
 			e = &c->orphan;
 		}
-		e->t.resp_ts = l7_stream_ts(&d->s, pos);
+		e->t.resp_ts = reel_l7_stream_ts(&d->side.s, pos);
 		e->t.resp_stream_pos = pos;
 		d->in_msg = true;
 	}
@@ -910,14 +907,14 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 		d->scanned = 0;
 		if (dir == REEL_L7_REQ) {
 			struct h1_entry *e = push_entry(c);
-			const uint8_t *sp = l7_find(p, n, ' ');
+			const uint8_t *sp = reel_l7_find(p, n, ' ');
 
-			e->t.req_ts = l7_stream_ts(&d->s, d->s.pos);
-			e->t.req_stream_pos = d->s.pos;
-			l7_copy_text(e->t.method, sizeof(e->t.method), p, (size_t)(sp - p));
+			e->t.req_ts = reel_l7_stream_ts(&d->side.s, d->side.s.pos);
+			e->t.req_stream_pos = d->side.s.pos;
+			reel_l7_copy_text(e->t.method, sizeof(e->t.method), p, (size_t)(sp - p));
 			e->t.flags |= REEL_TXNF_ERROR;
-			l7_appendf(e->t.detail, sizeof(e->t.detail), "header block > %d bytes",
-				   H1_MAX_HDR);
+			reel_l7_appendf(e->t.detail, sizeof(e->t.detail), "header block > %d bytes",
+					H1_MAX_HDR);
 			e->req_done = true;
 		} else {
 			uint64_t seq;
@@ -925,8 +922,8 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 
 			if (e) {
 				e->t.flags |= REEL_TXNF_ERROR;
-				l7_appendf(e->t.detail, sizeof(e->t.detail),
-					   "header block > %d bytes", H1_MAX_HDR);
+				reel_l7_appendf(e->t.detail, sizeof(e->t.detail),
+						"header block > %d bytes", H1_MAX_HDR);
 				e->resp_done = true;
 			}
 		}
@@ -1023,7 +1020,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 				d->state = H1_CHUNK_CRLF;
 			} else {
 				d->state = H1_START;
-				finish_msg(c, dir, d->s.pos + k);
+				finish_msg(c, dir, d->side.s.pos + k);
 			}
 		}
 		return k;
@@ -1071,7 +1068,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		}
 		if (trim_eol(p, l) == 0) {
 			d->state = H1_START;
-			finish_msg(c, dir, d->s.pos + l);
+			finish_msg(c, dir, d->side.s.pos + l);
 		}
 		return l;
 	case H1_BODY_EOF:
@@ -1083,8 +1080,8 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		return do_upgrade_wait(c, p, n);
 	case H1_H2:
 		if (c->h2)
-			reel_l7_http2.data(c->h2, (enum reel_l7_dir)dir, d->last_ts, d->s.pos, p, n,
-					   c->emit);
+			reel_l7_http2.data(c->h2, (enum reel_l7_dir)dir, d->side.last_ts,
+					   d->side.s.pos, p, n, c->l7.emit);
 		return n;
 	}
 	return n;
@@ -1094,8 +1091,8 @@ bad:
 		struct h1_entry *e = dir == REEL_L7_REQ ? entry(c, c->req_seq) : cur_resp(c);
 
 		e->t.flags |= REEL_TXNF_ERROR;
-		l7_appendf(e->t.detail, sizeof(e->t.detail), "bad chunk framing");
-		finish_msg(c, dir, d->s.pos);
+		reel_l7_appendf(e->t.detail, sizeof(e->t.detail), "bad chunk framing");
+		finish_msg(c, dir, d->side.s.pos);
 	}
 	d->prev_nl = false;
 	to_resync(d);
@@ -1111,10 +1108,10 @@ static void *h1_new(bool datagram)
 	(void)datagram;
 	if (!c)
 		return NULL;
-	for (int i = 0; i < 2; i++) {
-		l7_stream_init(&c->d[i].s, H1_MAX_HDR);
+	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
+			  H1_MAX_HDR);
+	for (int i = 0; i < 2; i++)
 		c->d[i].hole_flag = i == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
-	}
 	return c;
 }
 
@@ -1122,68 +1119,50 @@ static void h1_free(void *st)
 {
 	struct h1_conn *c = st;
 
-	if (!c)
-		return;
-	for (int i = 0; i < 2; i++)
-		l7_stream_free(&c->d[i].s);
-	if (c->h2)
+	if (c && c->h2)
 		reel_l7_http2.free_state(c->h2);
-	free(c);
-}
-
-static void h1_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
-		    size_t len, const struct reel_l7_emit *emit)
-{
-	struct h1_conn *c = st;
-	struct h1_dir *d;
-
-	if (!c || (unsigned)dir > 1 || !len)
-		return;
-	d = &c->d[dir];
-	c->emit = emit;
-	d->last_ts = ts;
-	d->last_pos = pos + len;
-	l7_stream_feed(&d->s, c, dir, ts, pos, data, len, consume);
+	reel_l7_conn_free(c);
 }
 
 /* Salvages the request line of a header block cut by a hole or the end. */
 static void partial_request(struct h1_conn *c, uint32_t flag)
 {
 	struct h1_dir *d = &c->d[REEL_L7_REQ];
-	const uint8_t *p = d->s.len ? d->s.buf + d->s.off : NULL;
+	const uint8_t *p = d->side.s.len ? d->side.s.buf + d->side.s.off : NULL;
 	struct h1_entry *e = push_entry(c);
 
 	e->t.flags |= flag;
-	e->t.req_stream_pos = d->s.pos;
-	e->t.req_ts = l7_stream_ts(&d->s, d->s.pos);
-	e->t.req_end_ts = d->last_ts;
-	e->t.req_bytes = d->s.len;
+	e->t.req_stream_pos = d->side.s.pos;
+	e->t.req_ts = reel_l7_stream_ts(&d->side.s, d->side.s.pos);
+	e->t.req_end_ts = d->side.last_ts;
+	e->t.req_bytes = d->side.s.len;
 	e->req_done = true;
-	if (d->state == H1_START && d->s.len && check_request_line(p, d->s.len) == YES) {
-		const uint8_t *sp = l7_find(p, d->s.len, ' ');
+	if (d->state == H1_START && d->side.s.len && check_request_line(p, d->side.s.len) == YES) {
+		const uint8_t *sp = reel_l7_find(p, d->side.s.len, ' ');
 		const uint8_t *t = sp + 1;
-		const uint8_t *sp2 = l7_find(t, d->s.len - (size_t)(t - p), ' ');
+		const uint8_t *sp2 = reel_l7_find(t, d->side.s.len - (size_t)(t - p), ' ');
 
-		l7_copy_text(e->t.method, sizeof(e->t.method), p, (size_t)(sp - p));
-		l7_copy_text(e->t.target, sizeof(e->t.target), t, (size_t)(sp2 - t));
+		reel_l7_copy_text(e->t.method, sizeof(e->t.method), p, (size_t)(sp - p));
+		reel_l7_copy_text(e->t.target, sizeof(e->t.target), t, (size_t)(sp2 - t));
 	}
 }
 
 static void partial_response(struct h1_conn *c, uint32_t flag)
 {
 	struct h1_dir *d = &c->d[REEL_L7_RESP];
-	const uint8_t *p = d->s.len ? d->s.buf + d->s.off : NULL;
+	const uint8_t *p = d->side.s.len ? d->side.s.buf + d->side.s.off : NULL;
 	uint64_t seq;
 	struct h1_entry *e = resp_target(c, &seq);
 
 	if (!e)
 		return;
 	e->t.flags |= flag;
-	e->t.resp_stream_pos = d->s.pos;
-	e->t.resp_ts = l7_stream_ts(&d->s, d->s.pos);
-	e->t.resp_end_ts = d->last_ts;
-	e->t.resp_bytes = d->s.len;
-	if (d->state == H1_START && d->s.len >= 12 && check_status_line(p, d->s.len) != NO)
+	e->t.resp_stream_pos = d->side.s.pos;
+	e->t.resp_ts = reel_l7_stream_ts(&d->side.s, d->side.s.pos);
+	e->t.resp_end_ts = d->side.last_ts;
+	e->t.resp_bytes = d->side.s.len;
+	if (d->state == H1_START && d->side.s.len >= 12 &&
+	    check_status_line(p, d->side.s.len) != NO)
 		e->t.status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	e->resp_done = true;
 }
@@ -1191,21 +1170,20 @@ static void partial_response(struct h1_conn *c, uint32_t flag)
 static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		    const struct reel_l7_emit *emit)
 {
-	struct h1_conn *c = st;
+	struct h1_conn *c = reel_l7_conn_enter(st, dir, emit);
 	struct h1_dir *d;
 
-	if (!c || (unsigned)dir > 1)
+	if (!c)
 		return;
 	d = &c->d[dir];
-	c->emit = emit;
 	if (d->state == H1_H2) {
 		if (c->h2)
 			reel_l7_http2.hole(c->h2, dir, ts, pos, len, emit);
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
 	if (d->state == H1_PASS) {
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
 	if (d->in_msg) {
@@ -1223,7 +1201,7 @@ static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 			} else if (d->state == H1_CHUNK_DATA && !d->remain) {
 				d->state = H1_CHUNK_CRLF;
 			}
-			l7_stream_hole(&d->s, ts, pos, len);
+			reel_l7_stream_hole(&d->side.s, ts, pos, len);
 			return;
 		}
 		finish_msg(c, dir, pos + len);
@@ -1237,16 +1215,15 @@ static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 	}
 	to_resync(d);
 	d->prev_nl = true; /* chunks often start at message boundaries */
-	l7_stream_hole(&d->s, ts, pos, len);
+	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 
 static void h1_close(void *st, uint64_t ts, const struct reel_l7_emit *emit)
 {
-	struct h1_conn *c = st;
+	struct h1_conn *c = reel_l7_conn_enter(st, 0, emit);
 
 	if (!c)
 		return;
-	c->emit = emit;
 	for (int dir = 0; dir < 2; dir++) {
 		struct h1_dir *d = &c->d[dir];
 
@@ -1259,10 +1236,10 @@ static void h1_close(void *st, uint64_t ts, const struct reel_l7_emit *emit)
 			if (d->state != H1_BODY_EOF)
 				e->t.flags |= REEL_TXNF_PARTIAL;
 			if (dir == REEL_L7_REQ)
-				finish_req(c, d->last_pos, d->last_ts);
+				finish_req(c, d->side.last_pos, d->side.last_ts);
 			else
-				finish_resp(c, d->last_pos, d->last_ts);
-		} else if (d->s.len && d->state == H1_START) {
+				finish_resp(c, d->side.last_pos, d->side.last_ts);
+		} else if (d->side.s.len && d->state == H1_START) {
 			if (dir == REEL_L7_REQ)
 				partial_request(c, REEL_TXNF_PARTIAL);
 			else
@@ -1309,13 +1286,30 @@ static int h1_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint
 	return score ? score + bonus : 0;
 }
 
+static const char *const aliases[] = {"http", "http/1", "http/1.1", NULL};
+/* where tshark 4 decodes it without -d */
+static const uint16_t tshark_ports[] = {80,    3128, 3132, 5985, 8080, 8088,
+					11371, 1900, 2869, 2710, 0};
+
+/* HTTP >= 500, or a gRPC status other than OK */
+static bool http_error(const struct reel_txn *t)
+{
+	return t->status >= 500 || t->grpc_status > 0;
+}
+
 const struct reel_l7_parser reel_l7_http1 = {
 	.proto = REEL_PROTO_HTTP1,
 	.name = "http1",
 	.detect = h1_detect,
 	.new_state = h1_new,
 	.free_state = h1_free,
-	.data = h1_data,
+	.data = reel_l7_conn_data,
 	.hole = h1_hole,
 	.close = h1_close,
+	.priority = 1,
+	.aliases = aliases,
+	.port = 80,
+	.tshark = "http",
+	.tshark_ports = tshark_ports,
+	.is_error = http_error,
 };

@@ -70,7 +70,7 @@ struct h2_stream {
 };
 
 struct h2_dir {
-	struct l7_stream s;
+	struct l7_side side; /* first: the glue (l7_internal.h) */
 	nghttp2_hd_inflater *hd;
 	size_t table_max; /* SETTINGS_HEADER_TABLE_SIZE the peer allowed */
 	enum h2_state state;
@@ -87,14 +87,13 @@ struct h2_dir {
 	uint32_t max_frame; /* largest frame this direction may send */
 	uint32_t max_sid;   /* highest stream id seen in this direction */
 	uint32_t hole_flag;
-	uint64_t last_ts, last_pos;
 };
 
 struct h2_conn {
+	struct l7_conn l7; /* first: the glue (l7_internal.h) */
 	struct h2_dir d[2];
 	struct h2_stream st[H2_STREAMS];
 	uint64_t seq;
-	const struct reel_l7_emit *emit;
 };
 
 /* ---- streams and transactions ---- */
@@ -114,18 +113,18 @@ static void emit_stream(struct h2_conn *c, struct h2_stream *s)
 	if (t->grpc_status > 0)
 		t->flags |= REEL_TXNF_ERROR;
 	if (s->authority[0])
-		l7_appendf(t->detail, sizeof(t->detail), "%shost=%s", t->detail[0] ? " " : "",
-			   s->authority);
+		reel_l7_appendf(t->detail, sizeof(t->detail), "%shost=%s", t->detail[0] ? " " : "",
+				s->authority);
 	if (s->ctype[0])
-		l7_appendf(t->detail, sizeof(t->detail), "%sctype=%s", t->detail[0] ? " " : "",
-			   s->ctype);
+		reel_l7_appendf(t->detail, sizeof(t->detail), "%sctype=%s", t->detail[0] ? " " : "",
+				s->ctype);
 	if (s->rst[0])
-		l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "", s->rst);
+		reel_l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "",
+				s->rst);
 	if (s->grpc_msg[0])
-		l7_appendf(t->detail, sizeof(t->detail), "%sgrpc-message=%s",
-			   t->detail[0] ? " " : "", s->grpc_msg);
-	if (c->emit && c->emit->txn)
-		c->emit->txn(c->emit->ctx, t);
+		reel_l7_appendf(t->detail, sizeof(t->detail), "%sgrpc-message=%s",
+				t->detail[0] ? " " : "", s->grpc_msg);
+	reel_l7_emit_txn(&c->l7, t);
 	s->used = false;
 }
 
@@ -166,7 +165,7 @@ static struct h2_stream *new_stream(struct h2_conn *c, uint32_t id)
 	s->used = true;
 	s->id = id;
 	s->seq = c->seq++;
-	l7_txn_init(&s->t, REEL_PROTO_HTTP2);
+	reel_l7_txn_init(&s->t, REEL_PROTO_HTTP2);
 	s->t.stream_id = id;
 	/* Streams born after a hole in a direction may carry wrong headers. */
 	for (int dir = 0; dir < 2; dir++)
@@ -189,21 +188,24 @@ static void on_header(struct h2_stream *s, bool req, const nghttp2_nv *nv)
 	if (req) {
 		if (name_is(nv, ":method")) {
 			if (!(t->flags & REEL_TXNF_GRPC))
-				l7_copy_text(t->method, sizeof(t->method), nv->value, nv->valuelen);
+				reel_l7_copy_text(t->method, sizeof(t->method), nv->value,
+						  nv->valuelen);
 		} else if (name_is(nv, ":path")) {
-			l7_copy_text(t->target, sizeof(t->target), nv->value, nv->valuelen);
+			reel_l7_copy_text(t->target, sizeof(t->target), nv->value, nv->valuelen);
 			if (t->flags & REEL_TXNF_GRPC)
-				l7_copy_text(t->method, sizeof(t->method), nv->value, nv->valuelen);
+				reel_l7_copy_text(t->method, sizeof(t->method), nv->value,
+						  nv->valuelen);
 		} else if (name_is(nv, ":authority") || (name_is(nv, "host") && !s->authority[0])) {
-			l7_copy_text(s->authority, sizeof(s->authority), nv->value, nv->valuelen);
+			reel_l7_copy_text(s->authority, sizeof(s->authority), nv->value,
+					  nv->valuelen);
 		} else if (name_is(nv, "content-type")) {
-			l7_copy_text(s->ctype, sizeof(s->ctype), nv->value, nv->valuelen);
+			reel_l7_copy_text(s->ctype, sizeof(s->ctype), nv->value, nv->valuelen);
 		}
 	} else {
 		if (name_is(nv, ":status")) {
 			uint64_t v;
 
-			if (l7_parse_u64(nv->value, nv->valuelen, &v) && v < 1000) {
+			if (reel_l7_parse_u64(nv->value, nv->valuelen, &v) && v < 1000) {
 				/* 1xx are interim: the final status comes later. */
 				if (v >= 200 || !s->final_status)
 					t->status = (int32_t)v;
@@ -211,14 +213,15 @@ static void on_header(struct h2_stream *s, bool req, const nghttp2_nv *nv)
 					s->final_status = true;
 			}
 		} else if (name_is(nv, "content-type")) {
-			l7_copy_text(s->ctype, sizeof(s->ctype), nv->value, nv->valuelen);
+			reel_l7_copy_text(s->ctype, sizeof(s->ctype), nv->value, nv->valuelen);
 		} else if (name_is(nv, "grpc-status")) {
 			uint64_t v;
 
-			if (l7_parse_u64(nv->value, nv->valuelen, &v) && v < 1000)
+			if (reel_l7_parse_u64(nv->value, nv->valuelen, &v) && v < 1000)
 				t->grpc_status = (int32_t)v;
 		} else if (name_is(nv, "grpc-message")) {
-			l7_copy_text(s->grpc_msg, sizeof(s->grpc_msg), nv->value, nv->valuelen);
+			reel_l7_copy_text(s->grpc_msg, sizeof(s->grpc_msg), nv->value,
+					  nv->valuelen);
 		}
 	}
 	if (name_is(nv, "content-type") && nv->valuelen >= 16 &&
@@ -226,7 +229,8 @@ static void on_header(struct h2_stream *s, bool req, const nghttp2_nv *nv)
 		t->flags |= REEL_TXNF_GRPC;
 		/* gRPC: the method is the path (/package.Service/Method). */
 		if (t->target[0])
-			l7_copy_text(t->method, sizeof(t->method), t->target, strlen(t->target));
+			reel_l7_copy_text(t->method, sizeof(t->method), t->target,
+					  strlen(t->target));
 	}
 }
 
@@ -247,8 +251,8 @@ static void mark_desync(struct h2_stream *s, const struct h2_dir *d)
 		return;
 	s->t.flags |= d->hole_flag;
 	if (!strstr(s->t.detail, "hpack desync"))
-		l7_appendf(s->t.detail, sizeof(s->t.detail), "%shpack desync",
-			   s->t.detail[0] ? " " : "");
+		reel_l7_appendf(s->t.detail, sizeof(s->t.detail), "%shpack desync",
+				s->t.detail[0] ? " " : "");
 }
 
 /* Feeds a header block fragment; `s` may be NULL (headers are then dropped). */
@@ -299,7 +303,7 @@ static uint32_t rd32(const uint8_t *p)
 static void side_end(struct h2_conn *c, struct h2_stream *s, int dir, uint64_t end_pos)
 {
 	struct h2_dir *d = &c->d[dir];
-	uint64_t ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	uint64_t ts = reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0);
 
 	if (dir == REEL_L7_REQ) {
 		s->req_end = true;
@@ -318,13 +322,13 @@ static void account(struct h2_conn *c, struct h2_stream *s, int dir, uint64_t po
 
 	if (dir == REEL_L7_REQ) {
 		if (!s->t.req_bytes && !s->t.req_ts) {
-			s->t.req_ts = l7_stream_ts(&d->s, pos);
+			s->t.req_ts = reel_l7_stream_ts(&d->side.s, pos);
 			s->t.req_stream_pos = pos;
 		}
 		s->t.req_bytes += n;
 	} else {
 		if (!s->t.resp_bytes && !s->t.resp_ts) {
-			s->t.resp_ts = l7_stream_ts(&d->s, pos);
+			s->t.resp_ts = reel_l7_stream_ts(&d->side.s, pos);
 			s->t.resp_stream_pos = pos;
 		}
 		s->t.resp_bytes += n;
@@ -362,7 +366,7 @@ static void header_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t 
 	struct h2_dir *d = &c->d[dir];
 	const uint8_t *frag = p + H2_HDR;
 	size_t fl = len, pad = 0;
-	uint64_t pos = d->s.pos, end = pos + H2_HDR + len;
+	uint64_t pos = d->side.s.pos, end = pos + H2_HDR + len;
 	struct h2_stream *s;
 	bool req = dir == REEL_L7_REQ;
 
@@ -405,7 +409,7 @@ static void header_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t 
 			if (!s && promised) {
 				s = new_stream(c, promised);
 				s->req_seen = s->req_end = true;
-				s->t.req_ts = s->t.req_end_ts = l7_stream_ts(&d->s, pos);
+				s->t.req_ts = s->t.req_end_ts = reel_l7_stream_ts(&d->side.s, pos);
 			}
 		} else {
 			d->block_sid = sid;
@@ -486,11 +490,11 @@ static void rst_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t sid
 {
 	struct h2_stream *s = find_stream(c, sid);
 	uint32_t code = rd32(p + H2_HDR);
-	uint64_t end = c->d[dir].s.pos + H2_HDR + 4;
+	uint64_t end = c->d[dir].side.s.pos + H2_HDR + 4;
 
 	if (!s)
 		return;
-	account(c, s, dir, c->d[dir].s.pos, H2_HDR + 4);
+	account(c, s, dir, c->d[dir].side.s.pos, H2_HDR + 4);
 	if (code < sizeof(h2_errors) / sizeof(h2_errors[0]))
 		snprintf(s->rst, sizeof(s->rst), "rst=%s", h2_errors[code]);
 	else
@@ -500,9 +504,9 @@ static void rst_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t sid
 	if (!s->resp_seen)
 		s->t.flags |= REEL_TXNF_NO_RESP;
 	if (!s->req_end)
-		side_end(c, s, REEL_L7_REQ, dir == REEL_L7_REQ ? end : c->d[0].last_pos);
+		side_end(c, s, REEL_L7_REQ, dir == REEL_L7_REQ ? end : c->d[0].side.last_pos);
 	if (s->used && !s->resp_end)
-		side_end(c, s, REEL_L7_RESP, dir == REEL_L7_RESP ? end : c->d[1].last_pos);
+		side_end(c, s, REEL_L7_RESP, dir == REEL_L7_RESP ? end : c->d[1].side.last_pos);
 }
 
 /*
@@ -621,7 +625,7 @@ static size_t do_frame(struct h2_conn *c, int dir, const uint8_t *p, size_t n)
 		struct h2_stream *s = find_stream(c, sid);
 
 		if (s) {
-			account(c, s, dir, d->s.pos, H2_HDR + (uint64_t)len);
+			account(c, s, dir, d->side.s.pos, H2_HDR + (uint64_t)len);
 			d->skip_sid = sid;
 		}
 	}
@@ -629,7 +633,7 @@ static size_t do_frame(struct h2_conn *c, int dir, const uint8_t *p, size_t n)
 	d->remain = len;
 	d->state = H2_SKIP;
 	if (!len)
-		finish_skip(c, dir, d->s.pos + H2_HDR);
+		finish_skip(c, dir, d->side.s.pos + H2_HDR);
 	return H2_HDR;
 }
 
@@ -721,7 +725,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		k = n < d->remain ? n : (size_t)d->remain;
 		d->remain -= k;
 		if (!d->remain)
-			finish_skip(c, dir, d->s.pos + k);
+			finish_skip(c, dir, d->side.s.pos + k);
 		return k;
 	case H2_RESYNC:
 		for (size_t i = 0; i < n; i++) {
@@ -749,10 +753,11 @@ static void *h2_new(bool datagram)
 	(void)datagram;
 	if (!c)
 		return NULL;
+	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
+			  H2_MAX_BUF);
 	for (int i = 0; i < 2; i++) {
 		struct h2_dir *d = &c->d[i];
 
-		l7_stream_init(&d->s, H2_MAX_BUF);
 		d->table_max = NGHTTP2_DEFAULT_HEADER_TABLE_SIZE;
 		d->max_frame = H2_DEFAULT_MAX_FRAME;
 		d->hole_flag = i == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
@@ -787,7 +792,7 @@ void *reel_h2_new_upgraded(const struct reel_txn *req, const char *authority)
 		memcpy(s->t.target, req->target, sizeof(s->t.target));
 	}
 	if (authority)
-		l7_copy_text(s->authority, sizeof(s->authority), authority, strlen(authority));
+		reel_l7_copy_text(s->authority, sizeof(s->authority), authority, strlen(authority));
 	s->req_seen = s->req_end = true;
 	return c;
 }
@@ -798,39 +803,21 @@ static void h2_free(void *st)
 
 	if (!c)
 		return;
-	for (int i = 0; i < 2; i++) {
-		l7_stream_free(&c->d[i].s);
+	for (int i = 0; i < 2; i++)
 		if (c->d[i].hd)
 			nghttp2_hd_inflate_del(c->d[i].hd);
-	}
-	free(c);
-}
-
-static void h2_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
-		    size_t len, const struct reel_l7_emit *emit)
-{
-	struct h2_conn *c = st;
-	struct h2_dir *d;
-
-	if (!c || (unsigned)dir > 1 || !len)
-		return;
-	d = &c->d[dir];
-	c->emit = emit;
-	d->last_ts = ts;
-	d->last_pos = pos + len;
-	l7_stream_feed(&d->s, c, dir, ts, pos, data, len, consume);
+	reel_l7_conn_free(c);
 }
 
 static void h2_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		    const struct reel_l7_emit *emit)
 {
-	struct h2_conn *c = st;
+	struct h2_conn *c = reel_l7_conn_enter(st, dir, emit);
 	struct h2_dir *d;
 
-	if (!c || (unsigned)dir > 1)
+	if (!c)
 		return;
 	d = &c->d[dir];
-	c->emit = emit;
 	if (d->state == H2_SKIP && d->remain >= len) {
 		/* Inside a payload we skip anyway: framing and HPACK are intact. */
 		struct h2_stream *s = d->skip_sid ? find_stream(c, d->skip_sid) : NULL;
@@ -838,7 +825,7 @@ static void h2_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		if (s)
 			s->t.flags |= d->hole_flag;
 		d->remain -= len;
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		if (!d->remain)
 			finish_skip(c, dir, pos + len);
 		return;
@@ -852,17 +839,16 @@ static void h2_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 	d->block_bad = false;
 	reset_inflater(d);
 	d->state = H2_RESYNC;
-	l7_stream_hole(&d->s, ts, pos, len);
+	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 
 static void h2_close(void *st, uint64_t ts, const struct reel_l7_emit *emit)
 {
-	struct h2_conn *c = st;
+	struct h2_conn *c = reel_l7_conn_enter(st, 0, emit);
 
 	(void)ts;
 	if (!c)
 		return;
-	c->emit = emit;
 	for (;;) {
 		struct h2_stream *oldest = NULL;
 
@@ -891,13 +877,26 @@ static int h2_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint
 	return 0;
 }
 
+static const char *const aliases[] = {"h2", "h2c", "grpc", NULL};
+
+/* HTTP >= 500, or a gRPC status other than OK */
+static bool http_error(const struct reel_txn *t)
+{
+	return t->status >= 500 || t->grpc_status > 0;
+}
+
 const struct reel_l7_parser reel_l7_http2 = {
 	.proto = REEL_PROTO_HTTP2,
 	.name = "http2",
 	.detect = h2_detect,
 	.new_state = h2_new,
 	.free_state = h2_free,
-	.data = h2_data,
+	.data = reel_l7_conn_data,
 	.hole = h2_hole,
 	.close = h2_close,
+	.priority = 0,
+	.aliases = aliases,
+	.port = 80,
+	.tshark = "http2",
+	.is_error = http_error,
 };

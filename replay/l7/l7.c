@@ -1,25 +1,25 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * L7 parser registry, protocol detection and the helpers the parsers share
- * (stream unit buffering, sanitised text copies).
+ * The parser registry (REEL_PROTOS in reel_proto.h): protocols by number and
+ * by name, detection by content, what counts as an error.
  */
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <strings.h>
 
 #include "l7_internal.h"
 
-/*
- * Priority order: the most specific signatures first, so that a tie between
- * two parsers goes to the one whose signature is harder to hit by chance.
- */
-const struct reel_l7_parser *const reel_l7_parsers[] = {
-	&reel_l7_http2, &reel_l7_http1, &reel_l7_pgsql, &reel_l7_mysql,
-	&reel_l7_redis, &reel_l7_dns,	NULL,
+static const struct reel_l7_parser *const parsers[REEL_PROTO_MAX] = {
+#define REEL_L7_ENTRY_(NAME, name) [REEL_PROTO_##NAME] = &reel_l7_##name,
+	REEL_PROTOS(REEL_L7_ENTRY_)
+#undef REEL_L7_ENTRY_
 };
 
+const struct reel_l7_parser *reel_l7_by_proto(enum reel_proto p)
+{
+	return (unsigned)p < REEL_PROTO_MAX ? parsers[p] : NULL;
+}
+
+/* Of equal confidences the lower priority wins: the most specific
+ * signature, the one harder to hit by chance. */
 const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir,
 					    uint16_t port, int l4)
 {
@@ -28,347 +28,45 @@ const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enu
 
 	if (!data || !len)
 		return NULL;
-	for (size_t i = 0; reel_l7_parsers[i]; i++) {
-		int s = reel_l7_parsers[i]->detect(data, len, dir, port, l4);
+	for (int p = REEL_PROTO_UNKNOWN + 1; p < REEL_PROTO_MAX; p++) {
+		int s = parsers[p]->detect(data, len, dir, port, l4);
 
-		if (s > best_score) {
+		if (s > best_score ||
+		    (s == best_score && best && parsers[p]->priority < best->priority)) {
 			best_score = s;
-			best = reel_l7_parsers[i];
+			best = parsers[p];
 		}
 	}
 	return best;
 }
 
-const struct reel_l7_parser *reel_l7_by_proto(enum reel_proto p)
-{
-	for (size_t i = 0; reel_l7_parsers[i]; i++)
-		if (reel_l7_parsers[i]->proto == p)
-			return reel_l7_parsers[i];
-	return NULL;
-}
-
-static const char *const proto_names[REEL_PROTO_MAX] = {
-	[REEL_PROTO_UNKNOWN] = "unknown", [REEL_PROTO_HTTP1] = "http1",
-	[REEL_PROTO_HTTP2] = "http2",	  [REEL_PROTO_DNS] = "dns",
-	[REEL_PROTO_REDIS] = "redis",	  [REEL_PROTO_PGSQL] = "pgsql",
-	[REEL_PROTO_MYSQL] = "mysql",
-};
-
 const char *reel_proto_name(enum reel_proto p)
 {
-	if ((unsigned)p >= REEL_PROTO_MAX)
-		return "unknown";
-	return proto_names[p];
+	const struct reel_l7_parser *par = reel_l7_by_proto(p);
+
+	return par ? par->name : "unknown";
 }
 
 enum reel_proto reel_proto_parse(const char *name)
 {
-	static const struct {
-		const char *name;
-		enum reel_proto p;
-	} aliases[] = {
-		{"http", REEL_PROTO_HTTP1},	{"http/1", REEL_PROTO_HTTP1},
-		{"http/1.1", REEL_PROTO_HTTP1}, {"h2", REEL_PROTO_HTTP2},
-		{"h2c", REEL_PROTO_HTTP2},	{"grpc", REEL_PROTO_HTTP2},
-		{"postgres", REEL_PROTO_PGSQL}, {"postgresql", REEL_PROTO_PGSQL},
-		{"pg", REEL_PROTO_PGSQL},
-	};
-
 	if (!name)
 		return REEL_PROTO_UNKNOWN;
 	for (int p = REEL_PROTO_UNKNOWN + 1; p < REEL_PROTO_MAX; p++)
-		if (!strcasecmp(name, proto_names[p]))
+		if (!strcasecmp(name, parsers[p]->name))
 			return (enum reel_proto)p;
-	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-		if (!strcasecmp(name, aliases[i].name))
-			return aliases[i].p;
+	for (int p = REEL_PROTO_UNKNOWN + 1; p < REEL_PROTO_MAX; p++)
+		for (const char *const *a = parsers[p]->aliases; a && *a; a++)
+			if (!strcasecmp(name, *a))
+				return (enum reel_proto)p;
 	return REEL_PROTO_UNKNOWN;
 }
 
-/* ---- stream unit buffering ---- */
-
-void l7_stream_init(struct l7_stream *s, size_t max)
+int reel_txn_is_error(const struct reel_txn *t)
 {
-	memset(s, 0, sizeof(*s));
-	s->max = max ? max : 1;
-}
+	const struct reel_l7_parser *par;
 
-void l7_stream_free(struct l7_stream *s)
-{
-	free(s->buf);
-	s->buf = NULL;
-	s->off = s->len = s->cap = 0;
-}
-
-static void push_mark(struct l7_stream *s, uint64_t pos, uint64_t ts)
-{
-	unsigned keep = 0;
-
-	/* Marks wholly before the read position go, but the one covering the
-	 * byte just before it: parsers date the end of what they consumed. */
-	while (keep + 1 < s->nmarks && s->marks[keep + 1].pos < s->pos)
-		keep++;
-	if (keep) {
-		/* a loop: usually one mark moves, a memmove call costs more */
-		for (unsigned i = keep; i < s->nmarks; i++)
-			s->marks[i - keep] = s->marks[i];
-		s->nmarks -= keep;
-	}
-	/* Same time as the previous chunk: that mark covers this one too. */
-	if (s->nmarks && s->marks[s->nmarks - 1].ts == ts && s->marks[s->nmarks - 1].pos <= pos)
-		return;
-	if (s->nmarks == L7_MARKS) {
-		/* Very fragmented unit: forget an intermediate chunk's time. */
-		memmove(s->marks + 1, s->marks + 2, (L7_MARKS - 2) * sizeof(s->marks[0]));
-		s->nmarks--;
-	}
-	s->marks[s->nmarks].pos = pos;
-	s->marks[s->nmarks].ts = ts;
-	s->nmarks++;
-}
-
-uint64_t l7_stream_ts(const struct l7_stream *s, uint64_t pos)
-{
-	if (!s->nmarks)
-		return 0;
-	for (unsigned i = s->nmarks; i-- > 0;)
-		if (s->marks[i].pos <= pos)
-			return s->marks[i].ts;
-	return s->marks[0].ts;
-}
-
-static bool reserve(struct l7_stream *s, size_t need)
-{
-	size_t cap;
-	uint8_t *nb;
-
-	if (s->off + need <= s->cap)
-		return true;
-	if (s->off) {
-		memmove(s->buf, s->buf + s->off, s->len);
-		s->off = 0;
-		if (need <= s->cap)
-			return true;
-	}
-	cap = s->cap ? s->cap : 256;
-	while (cap < need)
-		cap *= 2;
-	if (cap > s->max)
-		cap = s->max;
-	if (cap < need)
-		cap = need;
-	nb = realloc(s->buf, cap);
-	if (!nb)
-		return false;
-	s->buf = nb;
-	s->cap = cap;
-	return true;
-}
-
-void l7_stream_feed(struct l7_stream *s, void *st, int dir, uint64_t ts, uint64_t pos,
-		    const uint8_t *data, size_t len, l7_consume_fn fn)
-{
-	if (!len)
-		return;
-	if (!s->started) {
-		s->started = true;
-		s->pos = pos;
-	}
-	/* Trust the caller's positions: an unannounced jump re-bases us. */
-	if (pos != s->pos + s->len)
-		s->pos = pos - s->len;
-	push_mark(s, pos, ts);
-	for (;;) {
-		size_t n;
-
-		while (!s->len && len) {
-			size_t c = fn(st, dir, data, len);
-
-			if (!c)
-				break;
-			if (c > len)
-				c = len;
-			data += c;
-			len -= c;
-			s->pos += c;
-		}
-		if (!len)
-			return;
-		n = s->max > s->len ? s->max - s->len : 0;
-		if (n > len)
-			n = len;
-		if (!reserve(s, s->len + n)) {
-			/* Out of memory: lose this chunk rather than the process. */
-			s->pos += s->len + len;
-			s->off = s->len = 0;
-			return;
-		}
-		memcpy(s->buf + s->off + s->len, data, n);
-		s->len += n;
-		data += n;
-		len -= n;
-		while (s->len) {
-			size_t c = fn(st, dir, s->buf + s->off, s->len);
-
-			if (!c)
-				break;
-			if (c > s->len)
-				c = s->len;
-			s->off += c;
-			s->len -= c;
-			s->pos += c;
-		}
-		if (!s->len) {
-			s->off = 0;
-			continue;
-		}
-		if (s->len >= s->max) {
-			/* The parser broke its contract; guarantee progress. */
-			s->off++;
-			s->len--;
-			s->pos++;
-			continue;
-		}
-		if (!len)
-			return;
-	}
-}
-
-void l7_stream_hole(struct l7_stream *s, uint64_t ts, uint64_t pos, uint64_t len)
-{
-	if (!s->started)
-		s->started = true;
-	s->off = s->len = 0;
-	s->pos = pos + len;
-	push_mark(s, s->pos, ts);
-}
-
-/* ---- text helpers ---- */
-
-void l7_txn_init(struct reel_txn *t, enum reel_proto proto)
-{
-	memset(t, 0, sizeof(*t));
-	t->proto = proto;
-	t->status = -1;
-	t->grpc_status = -1;
-}
-
-/* Are all eight (four) bytes printable, 0x20..0x7e? A byte below 0x20
- * borrows into its high bit, one above 0x7e carries into it (or has it set). */
-static bool printable64(uint64_t x)
-{
-	const uint64_t ones = 0x0101010101010101ull;
-
-	return !((((x - ones * 0x20) & ~x) | (x + ones) | x) & (ones * 0x80));
-}
-
-static bool printable32(uint32_t x)
-{
-	const uint32_t ones = 0x01010101u;
-
-	return !((((x - ones * 0x20) & ~x) | (x + ones) | x) & (ones * 0x80));
-}
-
-void l7_sanitise(char *dst, const void *src, size_t n)
-{
-	const uint8_t *p = src;
-	size_t i = 0;
-
-	/* words while all their bytes are printable, the last one overlapping
-	 * the previous (same bytes rewritten); bytes from the first word that
-	 * is not */
-	if (n >= 8) {
-		uint64_t x;
-
-		for (; i + 8 <= n; i += 8) {
-			memcpy(&x, p + i, 8);
-			if (!printable64(x))
-				goto bytes;
-			memcpy(dst + i, &x, 8);
-		}
-		if (i == n)
-			return;
-		memcpy(&x, p + n - 8, 8);
-		if (printable64(x)) {
-			memcpy(dst + n - 8, &x, 8);
-			return;
-		}
-	} else if (n >= 4) {
-		uint32_t x, y;
-
-		memcpy(&x, p, 4);
-		memcpy(&y, p + n - 4, 4);
-		if (printable32(x) && printable32(y)) {
-			memcpy(dst, &x, 4);
-			memcpy(dst + n - 4, &y, 4);
-			return;
-		}
-	}
-bytes:
-	for (; i < n; i++) {
-		uint8_t c = p[i];
-
-		dst[i] = (uint8_t)(c - 0x20) < 0x5f ? (char)c : '.';
-	}
-}
-
-void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n)
-{
-	size_t l;
-
-	if (!dstsz)
-		return;
-	l = strnlen(dst, dstsz - 1);
-	if (n > dstsz - 1 - l)
-		n = dstsz - 1 - l;
-	l7_sanitise(dst + l, src, n);
-	dst[l + n] = '\0';
-}
-
-void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n)
-{
-	if (!dstsz)
-		return;
-	if (n > dstsz - 1)
-		n = dstsz - 1;
-	l7_sanitise(dst, src, n);
-	dst[n] = '\0';
-}
-
-void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
-{
-	char tmp[REEL_TXN_TEXT_MAX * 2];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(tmp))
-		n = sizeof(tmp) - 1;
-	l7_append_text(dst, dstsz, tmp, (size_t)n);
-}
-
-bool l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	if (!n)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return false;
-		if (x > (UINT64_MAX - 9) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(p[i] - '0');
-	}
-	*v = x;
-	return true;
-}
-
-const uint8_t *l7_find(const uint8_t *p, size_t n, uint8_t c)
-{
-	return n ? memchr(p, c, n) : NULL;
+	if (t->flags & REEL_TXNF_ERROR)
+		return 1;
+	par = reel_l7_by_proto(t->proto);
+	return par && par->is_error && par->is_error(t);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * L7 parser interface: the contract between the reassembly stage of the
- * replay pipeline and each protocol parser (l7/http1.c, http2.c, dns.c, redis.c,
- * pgsql.c, mysql.c). Parsers see untrusted bytes: they check every length,
+ * replay pipeline and each protocol parser (l7/http1.c, http2.c, dns.c,
+ * redis.c, pgsql.c, mysql.c; a new one is a file here and a line in
+ * REEL_PROTOS). Parsers see untrusted bytes: they check every length,
  * never read past what they were given, and bound the state they keep.
  *
  * Flow per connection:
@@ -76,7 +77,7 @@ struct reel_l7_emit {
 
 struct reel_l7_parser {
 	enum reel_proto proto;
-	const char *name;
+	const char *name; /* reel_proto_name() */
 	/*
 	 * Confidence 0..100 that `data` (the first bytes of direction `dir` of a
 	 * connection, len >= 1, possibly short) starts this protocol. `port` is
@@ -97,16 +98,26 @@ struct reel_l7_parser {
 		     const struct reel_l7_emit *emit);
 	/* End of connection (or of capture): emit what is pending, flagged. */
 	void (*close)(void *st, uint64_t ts, const struct reel_l7_emit *emit);
+
+	/* What the rest of replay knows of the protocol from here: */
+	int priority;		      /* detection: of equal confidences the lower priority wins */
+	const char *const *aliases;   /* other names --proto takes, NULL-terminated (or NULL) */
+	uint16_t port;		      /* its usual server port (synthesized addresses), 0: none */
+	const char *tshark;	      /* tshark's dissector (tshark -d ...,NAME), NULL: none */
+	const uint16_t *tshark_ports; /* ports tshark decodes it on unasked, 0-terminated */
+	/* An error beyond REEL_TXNF_ERROR (HTTP >= 500, a DNS rcode), NULL: none */
+	bool (*is_error)(const struct reel_txn *t);
 };
 
-/* All parsers, NULL-terminated, in detection priority order. */
-extern const struct reel_l7_parser *const reel_l7_parsers[];
+/* The parser of a protocol (REEL_PROTOS in reel_proto.h); NULL for UNKNOWN. */
+const struct reel_l7_parser *reel_l7_by_proto(enum reel_proto p);
 
 /* Picks the best parser for the first bytes; NULL if none reaches 50. */
 const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir,
 					    uint16_t port, int l4);
 
-const struct reel_l7_parser *reel_l7_by_proto(enum reel_proto p);
+/* Is t an error (REEL_TXNF_ERROR, or its protocol's is_error)? */
+int reel_txn_is_error(const struct reel_txn *t);
 
 #ifdef __cplusplus
 }

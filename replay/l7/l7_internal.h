@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Helpers shared by the L7 parsers (l7.c implements them). Not a public
- * header: the pipeline uses l7.h only.
+ * What the L7 parsers share (l7_common.c implements it): the
+ * per-connection glue (struct l7_conn: new, free, data and the start of
+ * hole and close are written once, here), the stream unit buffer and the
+ * text helpers. Not for the pipeline, which uses l7.h only.
  *
  * The stream helper turns arbitrary splits into whole parse units: a parser
  * supplies a consume function that looks at the bytes available and returns
@@ -38,26 +40,26 @@ struct l7_stream {
 /* Returns bytes consumed (<= n), 0 = need more. */
 typedef size_t (*l7_consume_fn)(void *st, int dir, const uint8_t *p, size_t n);
 
-void l7_stream_init(struct l7_stream *s, size_t max);
-void l7_stream_free(struct l7_stream *s);
+void reel_l7_stream_init(struct l7_stream *s, size_t max);
+void reel_l7_stream_free(struct l7_stream *s);
 /* Feeds one chunk through `fn`. */
-void l7_stream_feed(struct l7_stream *s, void *st, int dir, uint64_t ts, uint64_t pos,
-		    const uint8_t *data, size_t len, l7_consume_fn fn);
+void reel_l7_stream_feed(struct l7_stream *s, void *st, int dir, uint64_t ts, uint64_t pos,
+			 const uint8_t *data, size_t len, l7_consume_fn fn);
 /* Drops buffered bytes and moves the stream past a hole. */
-void l7_stream_hole(struct l7_stream *s, uint64_t ts, uint64_t pos, uint64_t len);
+void reel_l7_stream_hole(struct l7_stream *s, uint64_t ts, uint64_t pos, uint64_t len);
 /* Monotonic time of the chunk that carried the byte at `pos`. */
-uint64_t l7_stream_ts(const struct l7_stream *s, uint64_t pos);
+uint64_t reel_l7_stream_ts(const struct l7_stream *s, uint64_t pos);
 
 /* Fresh transaction: zeroed (padding too, so txns compare with memcmp). */
-void l7_txn_init(struct reel_txn *t, enum reel_proto proto);
+void reel_l7_txn_init(struct reel_txn *t, enum reel_proto proto);
 /* Copies at most dstsz - 1 bytes, non-printable bytes become '.'. */
-void l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n);
+void reel_l7_copy_text(char *dst, size_t dstsz, const void *src, size_t n);
 /* Appends formatted text to a NUL-terminated, sanitised buffer. */
-void l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
+void reel_l7_appendf(char *dst, size_t dstsz, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void l7_append_text(char *dst, size_t dstsz, const void *src, size_t n);
+void reel_l7_append_text(char *dst, size_t dstsz, const void *src, size_t n);
 /* dst[0, n) = src[0, n) with non-printable bytes as '.' (no terminator). */
-void l7_sanitise(char *dst, const void *src, size_t n);
+void reel_l7_sanitise(char *dst, const void *src, size_t n);
 
 /* Case-insensitive prefix compare of a byte span against a C string. */
 static inline bool l7_span_ieq(const uint8_t *p, size_t n, const char *s)
@@ -81,16 +83,53 @@ static inline bool l7_span_ieq(const uint8_t *p, size_t n, const char *s)
 	return true;
 }
 /* Parses decimal digits of [p, p + n) into *v; false on overflow or junk. */
-bool l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v);
+bool reel_l7_parse_u64(const uint8_t *p, size_t n, uint64_t *v);
 /* memchr bounded to n. */
-const uint8_t *l7_find(const uint8_t *p, size_t n, uint8_t c);
+const uint8_t *reel_l7_find(const uint8_t *p, size_t n, uint8_t c);
 
-extern const struct reel_l7_parser reel_l7_http1;
-extern const struct reel_l7_parser reel_l7_http2;
-extern const struct reel_l7_parser reel_l7_dns;
-extern const struct reel_l7_parser reel_l7_redis;
-extern const struct reel_l7_parser reel_l7_pgsql;
-extern const struct reel_l7_parser reel_l7_mysql;
+/* ---- the per-connection glue every stream parser shares ---- */
+
+/* One direction of a parser's connection as the glue sees it: the unit
+ * buffer and where the bytes fed last ended. The first member of each
+ * parser's per-direction state. */
+struct l7_side {
+	struct l7_stream s;
+	uint64_t last_ts;  /* time of the latest bytes */
+	uint64_t last_pos; /* stream position after them */
+};
+
+/* The first member of each parser's connection state. */
+struct l7_conn {
+	const struct reel_l7_emit *emit; /* where transactions go: set by every call */
+	l7_consume_fn consume;
+	struct l7_side *side[2]; /* [REEL_L7_REQ], [REEL_L7_RESP], in the parser's state */
+};
+
+/* Sets up the glue of a zeroed state: the sides (in it) with unit buffers
+ * of up to max bytes, consume for the bytes. */
+void reel_l7_conn_init(struct l7_conn *c, l7_consume_fn consume, struct l7_side *req,
+		       struct l7_side *resp, size_t max);
+/* free_state: the sides' buffers and the state (after what else the parser
+ * holds). NULL ok. */
+void reel_l7_conn_free(void *st);
+/* data: the bytes of `dir` through consume; the side's last_ts and last_pos
+ * follow them. */
+void reel_l7_conn_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos,
+		       const uint8_t *data, size_t len, const struct reel_l7_emit *emit);
+/* The start of hole() and close(): st with emit set, or NULL when st is
+ * NULL or dir is neither REEL_L7_REQ nor REEL_L7_RESP. */
+void *reel_l7_conn_enter(void *st, int dir, const struct reel_l7_emit *emit);
+
+static inline void reel_l7_emit_txn(const struct l7_conn *c, const struct reel_txn *t)
+{
+	if (c->emit && c->emit->txn)
+		c->emit->txn(c->emit->ctx, t);
+}
+
+/* Every parser (REEL_PROTOS): reel_l7_http1, reel_l7_http2, ... */
+#define REEL_L7_EXTERN_(NAME, name) extern const struct reel_l7_parser reel_l7_##name;
+REEL_PROTOS(REEL_L7_EXTERN_)
+#undef REEL_L7_EXTERN_
 
 /*
  * HTTP/2 continuation of an HTTP/1 connection upgraded with h2c (http2.c):

@@ -47,11 +47,10 @@ struct my_pending {
 };
 
 struct my_dir {
-	struct l7_stream s;
+	struct l7_side side; /* first: the glue (l7_internal.h) */
 	enum my_state state;
 	uint64_t remain;
 	bool cont; /* the previous packet was 0xffffff long: this one continues it */
-	uint64_t last_ts, last_pos;
 	uint8_t last_seq;
 };
 
@@ -62,6 +61,7 @@ struct my_stmt {
 };
 
 struct my_conn {
+	struct l7_conn l7; /* first: the glue (l7_internal.h) */
 	struct my_dir d[2];
 	bool handshake; /* greeting seen, auth result not yet */
 	bool login_sent;
@@ -74,7 +74,6 @@ struct my_conn {
 	bool more_results;
 	struct my_stmt stmts[MY_STMTS];
 	unsigned next_stmt;
-	const struct reel_l7_emit *emit;
 };
 
 static uint32_t rd24(const uint8_t *p)
@@ -125,12 +124,6 @@ static bool lenenc(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
 	return true;
 }
 
-static void emit(struct my_conn *c, struct reel_txn *t)
-{
-	if (c->emit && c->emit->txn)
-		c->emit->txn(c->emit->ctx, t);
-}
-
 /* ---- requests ---- */
 
 static struct my_pending *push(struct my_conn *c, uint8_t cmd, const char *method, uint64_t pos,
@@ -142,18 +135,18 @@ static struct my_pending *push(struct my_conn *c, uint8_t cmd, const char *metho
 	if (c->tail - c->head == MY_QUEUE) {
 		e = &c->q[c->head++ % MY_QUEUE];
 		e->t.flags |= REEL_TXNF_NO_RESP;
-		emit(c, &e->t);
+		reel_l7_emit_txn(&c->l7, &e->t);
 		c->rs = R_FIRST;
 	}
 	if (c->head == c->tail)
 		c->rs = R_FIRST, c->more_results = false;
 	e = &c->q[c->tail++ % MY_QUEUE];
 	memset(e, 0, sizeof(*e));
-	l7_txn_init(&e->t, REEL_PROTO_MYSQL);
+	reel_l7_txn_init(&e->t, REEL_PROTO_MYSQL);
 	e->cmd = cmd;
-	l7_copy_text(e->t.method, sizeof(e->t.method), method, strlen(method));
-	e->t.req_ts = l7_stream_ts(&d->s, pos);
-	e->t.req_end_ts = l7_stream_ts(&d->s, pos + len - 1);
+	reel_l7_copy_text(e->t.method, sizeof(e->t.method), method, strlen(method));
+	e->t.req_ts = reel_l7_stream_ts(&d->side.s, pos);
+	e->t.req_end_ts = reel_l7_stream_ts(&d->side.s, pos + len - 1);
 	e->t.req_bytes = len;
 	e->t.req_stream_pos = pos;
 	return e;
@@ -163,7 +156,7 @@ static struct my_pending *push(struct my_conn *c, uint8_t cmd, const char *metho
 static void flush(struct my_conn *c)
 {
 	while (c->head < c->tail && c->q[c->head % MY_QUEUE].no_resp)
-		emit(c, &c->q[c->head++ % MY_QUEUE].t);
+		reel_l7_emit_txn(&c->l7, &c->q[c->head++ % MY_QUEUE].t);
 }
 
 static const char *cmd_name(uint8_t cmd)
@@ -224,9 +217,10 @@ static void login(struct my_conn *c, const uint8_t *p, size_t n, uint64_t pos, u
 	e = push(c, 0, "LOGIN", pos, len);
 	c->login_sent = true;
 	if (n > 32) {
-		ul = l7_find(p + 32, n - 32, 0) ? (size_t)(l7_find(p + 32, n - 32, 0) - (p + 32))
-						: n - 32;
-		l7_copy_text(e->t.target, sizeof(e->t.target), p + 32, ul);
+		ul = reel_l7_find(p + 32, n - 32, 0)
+			     ? (size_t)(reel_l7_find(p + 32, n - 32, 0) - (p + 32))
+			     : n - 32;
+		reel_l7_copy_text(e->t.target, sizeof(e->t.target), p + 32, ul);
 	}
 }
 
@@ -261,9 +255,9 @@ static void command(struct my_conn *c, const uint8_t *p, size_t n, uint64_t pos,
 	case 0x02:
 	case 0x16:
 		if (off < n)
-			l7_copy_text(e->t.target, sizeof(e->t.target), p + off, n - off);
+			reel_l7_copy_text(e->t.target, sizeof(e->t.target), p + off, n - off);
 		if (cmd == 0x16 && off < n)
-			l7_copy_text(e->sql, sizeof(e->sql), p + off, n - off);
+			reel_l7_copy_text(e->sql, sizeof(e->sql), p + off, n - off);
 		break;
 	case 0x17:
 	case 0x19:
@@ -276,8 +270,8 @@ static void command(struct my_conn *c, const uint8_t *p, size_t n, uint64_t pos,
 			snprintf(e->t.target, sizeof(e->t.target), "stmt=%u", id);
 			for (int i = 0; i < MY_STMTS; i++)
 				if (c->stmts[i].used && c->stmts[i].id == id) {
-					l7_copy_text(e->t.target, sizeof(e->t.target),
-						     c->stmts[i].sql, strlen(c->stmts[i].sql));
+					reel_l7_copy_text(e->t.target, sizeof(e->t.target),
+							  c->stmts[i].sql, strlen(c->stmts[i].sql));
 					if (cmd == 0x19)
 						c->stmts[i].used = false;
 				}
@@ -308,7 +302,7 @@ static void finish(struct my_conn *c, struct my_pending *e, uint64_t end)
 	struct my_dir *d = &c->d[REEL_L7_RESP];
 
 	if (e->resp_seen) {
-		e->t.resp_end_ts = l7_stream_ts(&d->s, end ? end - 1 : 0);
+		e->t.resp_end_ts = reel_l7_stream_ts(&d->side.s, end ? end - 1 : 0);
 		e->t.resp_bytes = end - e->t.resp_stream_pos;
 	}
 	if (e->t.status < 0 && !(e->t.flags & (REEL_TXNF_HOLE_RESP | REEL_TXNF_NO_RESP)))
@@ -317,14 +311,14 @@ static void finish(struct my_conn *c, struct my_pending *e, uint64_t end)
 		/* Executed before we saw its PREPARE answer: look again. */
 		for (int i = 0; i < MY_STMTS; i++)
 			if (c->stmts[i].used && c->stmts[i].id == e->stmt)
-				l7_copy_text(e->t.target, sizeof(e->t.target), c->stmts[i].sql,
-					     strlen(c->stmts[i].sql));
+				reel_l7_copy_text(e->t.target, sizeof(e->t.target), c->stmts[i].sql,
+						  strlen(c->stmts[i].sql));
 	}
 	if (e->rows || e->cmd == 0x03 || e->cmd == 0x17 || e->cmd == 0x1c)
 		if (!(e->t.flags & REEL_TXNF_ERROR) && !e->t.detail[0])
 			snprintf(e->t.detail, sizeof(e->t.detail), "rows=%llu",
 				 (unsigned long long)e->rows);
-	emit(c, &e->t);
+	reel_l7_emit_txn(&c->l7, &e->t);
 	c->head++;
 	c->rs = R_FIRST;
 	c->more_results = false;
@@ -341,11 +335,11 @@ static void err_packet(struct my_pending *e, const uint8_t *p, size_t n)
 	e->t.flags |= REEL_TXNF_ERROR;
 	e->t.detail[0] = '\0';
 	if (n >= 9 && p[3] == '#') {
-		l7_append_text(e->t.detail, sizeof(e->t.detail), p + 4, 5);
-		l7_append_text(e->t.detail, sizeof(e->t.detail), ": ", 2);
+		reel_l7_append_text(e->t.detail, sizeof(e->t.detail), p + 4, 5);
+		reel_l7_append_text(e->t.detail, sizeof(e->t.detail), ": ", 2);
 		off = 9;
 	}
-	l7_append_text(e->t.detail, sizeof(e->t.detail), p + off, n - off);
+	reel_l7_append_text(e->t.detail, sizeof(e->t.detail), p + off, n - off);
 }
 
 /* Server status flags of an OK (0x00 / 0xfe with len >= 7) or EOF packet. */
@@ -369,7 +363,7 @@ static void greeting(struct my_conn *c, const uint8_t *p, size_t n)
 
 	while (1 + vl < n && p[1 + vl])
 		vl++;
-	l7_copy_text(c->server, sizeof(c->server), p + 1, vl);
+	reel_l7_copy_text(c->server, sizeof(c->server), p + 1, vl);
 	off = 1 + vl + 1 + 4 + 8 + 1;
 	c->caps = 0xffffffffu;
 	if (off + 2 <= n) {
@@ -423,15 +417,15 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 		if (seq != 1 || (p[0] != 0x00 && p[0] != 0xff))
 			return;
 		memset(&orphan, 0, sizeof(orphan));
-		l7_txn_init(&orphan.t, REEL_PROTO_MYSQL);
+		reel_l7_txn_init(&orphan.t, REEL_PROTO_MYSQL);
 		orphan.t.flags = REEL_TXNF_NO_REQ | flags;
-		orphan.t.resp_ts = orphan.t.resp_end_ts = l7_stream_ts(&c->d[1].s, pos);
+		orphan.t.resp_ts = orphan.t.resp_end_ts = reel_l7_stream_ts(&c->d[1].side.s, pos);
 		orphan.t.resp_stream_pos = pos;
 		orphan.t.resp_bytes = 4 + len;
 		orphan.t.status = 0;
 		if (p[0] == 0xff)
 			err_packet(&orphan, p, n);
-		emit(c, &orphan.t);
+		reel_l7_emit_txn(&c->l7, &orphan.t);
 		return;
 	}
 	if (c->rs == R_FIRST && !c->more_results && !e->resp_seen && seq != 1 && e->cmd)
@@ -439,7 +433,7 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 	e->t.flags |= flags;
 	if (!e->resp_seen) {
 		e->resp_seen = true;
-		e->t.resp_ts = l7_stream_ts(&c->d[1].s, pos);
+		e->t.resp_ts = reel_l7_stream_ts(&c->d[1].side.s, pos);
 		e->t.resp_stream_pos = pos;
 	}
 	if (!e->cmd || e->cmd == 0x11) {
@@ -672,7 +666,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		d->cont = len == MY_MAX_PKT;
 		d->last_seq = p[3];
 		if (!cont)
-			packet(c, dir, p + 4, keep, p[3], d->s.pos, len, 0);
+			packet(c, dir, p + 4, keep, p[3], d->side.s.pos, len, 0);
 		d->remain = len - keep;
 		if (d->remain && d->state == MY_HDR)
 			d->state = MY_SKIP;
@@ -712,50 +706,25 @@ static void *my_new(bool datagram)
 	(void)datagram;
 	if (!c)
 		return NULL;
-	for (int i = 0; i < 2; i++)
-		l7_stream_init(&c->d[i].s, 4 + MY_KEEP);
+	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
+			  4 + MY_KEEP);
 	c->caps = CAP_PROTO41;
 	return c;
-}
-
-static void my_free(void *st)
-{
-	struct my_conn *c = st;
-
-	if (!c)
-		return;
-	for (int i = 0; i < 2; i++)
-		l7_stream_free(&c->d[i].s);
-	free(c);
-}
-
-static void my_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
-		    size_t len, const struct reel_l7_emit *emit_cb)
-{
-	struct my_conn *c = st;
-
-	if (!c || (unsigned)dir > 1 || !len)
-		return;
-	c->emit = emit_cb;
-	c->d[dir].last_ts = ts;
-	c->d[dir].last_pos = pos + len;
-	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
 }
 
 static void my_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		    const struct reel_l7_emit *emit_cb)
 {
-	struct my_conn *c = st;
+	struct my_conn *c = reel_l7_conn_enter(st, dir, emit_cb);
 	struct my_dir *d;
 	struct my_pending *e;
 	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
 
-	if (!c || (unsigned)dir > 1)
+	if (!c)
 		return;
 	d = &c->d[dir];
-	c->emit = emit_cb;
 	if (d->state == MY_PASS) {
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
 	e = dir == REEL_L7_REQ ? (c->tail > c->head ? &c->q[(c->tail - 1) % MY_QUEUE] : NULL)
@@ -766,56 +735,55 @@ static void my_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		d->remain -= len;
 		if (!d->remain)
 			d->state = MY_HDR;
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
-	if (d->state == MY_HDR && d->s.len >= 4) {
+	if (d->state == MY_HDR && d->side.s.len >= 4) {
 		/* A packet of known length was cut: use its head, skip its tail. */
-		const uint8_t *p = d->s.buf + d->s.off;
+		const uint8_t *p = d->side.s.buf + d->side.s.off;
 		uint32_t pl = rd24(p);
-		uint64_t have = d->s.len - 4;
+		uint64_t have = d->side.s.len - 4;
 
 		if (pl && have + len <= pl) {
 			if (!d->cont)
-				packet(c, dir, p + 4, (size_t)have, p[3], d->s.pos, pl, flag);
+				packet(c, dir, p + 4, (size_t)have, p[3], d->side.s.pos, pl, flag);
 			d->cont = pl == MY_MAX_PKT;
 			d->remain = pl - have - len;
 			d->state = d->remain ? MY_SKIP : MY_HDR;
-			l7_stream_hole(&d->s, ts, pos, len);
+			reel_l7_stream_hole(&d->side.s, ts, pos, len);
 			return;
 		}
 	}
 	/* Unknown content: the request or response in flight is damaged. */
 	if (dir == REEL_L7_REQ) {
-		struct my_pending *p = push(c, 0xff, "", d->s.len ? d->s.pos : pos, len);
+		struct my_pending *p = push(c, 0xff, "", d->side.s.len ? d->side.s.pos : pos, len);
 
 		p->t.flags |= flag;
 	} else if (e) {
 		/* Every command waiting may have had its response in the hole. */
 		for (uint64_t i = c->head; i < c->tail; i++)
 			c->q[i % MY_QUEUE].t.flags |= flag;
-		if (d->s.len && !e->resp_seen) {
+		if (d->side.s.len && !e->resp_seen) {
 			/* Its response had begun: the cut packet. */
 			e->resp_seen = true;
-			e->t.resp_ts = l7_stream_ts(&d->s, d->s.pos);
-			e->t.resp_stream_pos = d->s.pos;
+			e->t.resp_ts = reel_l7_stream_ts(&d->side.s, d->side.s.pos);
+			e->t.resp_stream_pos = d->side.s.pos;
 		}
 		c->rs = R_LOST;
 	}
 	d->state = MY_RESYNC;
 	d->cont = false;
-	l7_stream_hole(&d->s, ts, pos, len);
+	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 
 static void my_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 {
-	struct my_conn *c = st;
+	struct my_conn *c = reel_l7_conn_enter(st, 0, emit_cb);
 	struct my_dir *rd;
 
 	(void)ts;
 	if (!c)
 		return;
-	c->emit = emit_cb;
 	rd = &c->d[REEL_L7_RESP];
 	while (c->head < c->tail) {
 		struct my_pending *e = &c->q[c->head++ % MY_QUEUE];
@@ -824,10 +792,10 @@ static void my_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 			e->t.flags |= REEL_TXNF_NO_RESP;
 		} else {
 			e->t.flags |= REEL_TXNF_PARTIAL;
-			e->t.resp_end_ts = rd->last_ts;
-			e->t.resp_bytes = rd->last_pos - e->t.resp_stream_pos;
+			e->t.resp_end_ts = rd->side.last_ts;
+			e->t.resp_bytes = rd->side.last_pos - e->t.resp_stream_pos;
 		}
-		emit(c, &e->t);
+		reel_l7_emit_txn(&c->l7, &e->t);
 	}
 }
 
@@ -858,13 +826,20 @@ static int my_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint
 	return 0;
 }
 
+/* where tshark 4 decodes it without -d */
+static const uint16_t tshark_ports[] = {3306, 0};
+
 const struct reel_l7_parser reel_l7_mysql = {
 	.proto = REEL_PROTO_MYSQL,
 	.name = "mysql",
 	.detect = my_detect,
 	.new_state = my_new,
-	.free_state = my_free,
-	.data = my_data,
+	.free_state = reel_l7_conn_free,
+	.data = reel_l7_conn_data,
 	.hole = my_hole,
 	.close = my_close,
+	.priority = 3,
+	.port = 3306,
+	.tshark = "mysql",
+	.tshark_ports = tshark_ports,
 };

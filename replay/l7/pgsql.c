@@ -43,16 +43,16 @@ struct pg_pending {
 };
 
 struct pg_dir {
-	struct l7_stream s;
+	struct l7_side side; /* first: the glue (l7_internal.h) */
 	enum pg_state state;
 	uint64_t remain;
 	bool fix; /* the skipped message's request needs its end time */
 	uint64_t fix_seq;
-	uint64_t last_ts, last_pos;
 	bool prev_ok;
 };
 
 struct pg_conn {
+	struct l7_conn l7; /* first: the glue (l7_internal.h) */
 	struct pg_dir d[2];
 	struct pg_pending q[PG_QUEUE];
 	uint64_t head, tail;
@@ -62,7 +62,6 @@ struct pg_conn {
 	bool answer_pending; /* an SSL/GSSENC request waits for its byte */
 	struct pg_pending orphan;
 	bool orphan_used;
-	const struct reel_l7_emit *emit;
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -77,16 +76,16 @@ static void emit(struct pg_conn *c, struct pg_pending *e)
 	if (e->error) {
 		t->flags |= REEL_TXNF_ERROR;
 		t->status = 1;
-		l7_copy_text(t->detail, sizeof(t->detail), e->err, strlen(e->err));
+		reel_l7_copy_text(t->detail, sizeof(t->detail), e->err, strlen(e->err));
 	} else if (e->resp_seen && t->status < 0 && !(t->flags & REEL_TXNF_NO_RESP)) {
 		t->status = 0;
 	}
 	if (!e->error && e->tag[0])
-		l7_copy_text(t->detail, sizeof(t->detail), e->tag, strlen(e->tag));
+		reel_l7_copy_text(t->detail, sizeof(t->detail), e->tag, strlen(e->tag));
 	if (e->info[0])
-		l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "", e->info);
-	if (c->emit && c->emit->txn)
-		c->emit->txn(c->emit->ctx, t);
+		reel_l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "",
+				e->info);
+	reel_l7_emit_txn(&c->l7, t);
 }
 
 /* ---- request side ---- */
@@ -110,9 +109,9 @@ static void new_pending(struct pg_conn *c, struct pg_pending *e, const char *met
 	struct pg_dir *d = &c->d[REEL_L7_REQ];
 
 	memset(e, 0, sizeof(*e));
-	l7_txn_init(&e->t, REEL_PROTO_PGSQL);
-	l7_copy_text(e->t.method, sizeof(e->t.method), method, strlen(method));
-	e->t.req_ts = l7_stream_ts(&d->s, pos);
+	reel_l7_txn_init(&e->t, REEL_PROTO_PGSQL);
+	reel_l7_copy_text(e->t.method, sizeof(e->t.method), method, strlen(method));
+	e->t.req_ts = reel_l7_stream_ts(&d->side.s, pos);
 	e->t.req_stream_pos = pos;
 }
 
@@ -120,7 +119,7 @@ static void end_request(struct pg_conn *c, struct pg_pending *e, uint64_t end_po
 {
 	struct pg_dir *d = &c->d[REEL_L7_REQ];
 
-	e->t.req_end_ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	e->t.req_end_ts = reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0);
 	e->t.req_bytes = end_pos - e->t.req_stream_pos;
 	push(c, e);
 }
@@ -128,7 +127,7 @@ static void end_request(struct pg_conn *c, struct pg_pending *e, uint64_t end_po
 /* Length of the NUL-terminated string at p (bounded by n), n if none. */
 static size_t cstr(const uint8_t *p, size_t n)
 {
-	const uint8_t *z = l7_find(p, n, 0);
+	const uint8_t *z = reel_l7_find(p, n, 0);
 
 	return z ? (size_t)(z - p) : n;
 }
@@ -147,10 +146,10 @@ static void startup_params(struct pg_pending *e, const uint8_t *p, size_t n)
 		if ((kl == 4 && !memcmp(k, "user", 4)) || (kl == 8 && !memcmp(k, "database", 8)) ||
 		    (kl == 16 && !memcmp(k, "application_name", 16))) {
 			if (e->t.target[0])
-				l7_append_text(e->t.target, sizeof(e->t.target), " ", 1);
-			l7_append_text(e->t.target, sizeof(e->t.target), k, kl);
-			l7_append_text(e->t.target, sizeof(e->t.target), "=", 1);
-			l7_append_text(e->t.target, sizeof(e->t.target), k + kl + 1, vl);
+				reel_l7_append_text(e->t.target, sizeof(e->t.target), " ", 1);
+			reel_l7_append_text(e->t.target, sizeof(e->t.target), k, kl);
+			reel_l7_append_text(e->t.target, sizeof(e->t.target), "=", 1);
+			reel_l7_append_text(e->t.target, sizeof(e->t.target), k + kl + 1, vl);
 		}
 		i += kl + 1 + vl + 1;
 	}
@@ -182,23 +181,23 @@ static size_t do_startup(struct pg_conn *c, const uint8_t *p, size_t n)
 		return 0;
 	if (code == PG_SSL_REQ || code == PG_GSS_REQ) {
 		c->answer_pending = true;
-		if (c->d[REEL_L7_RESP].state == PG_HDR && !c->d[REEL_L7_RESP].s.len)
+		if (c->d[REEL_L7_RESP].state == PG_HDR && !c->d[REEL_L7_RESP].side.s.len)
 			c->d[REEL_L7_RESP].state = PG_SSL_ANSWER;
 		return len;
 	}
-	new_pending(c, &e, code == PG_CANCEL_REQ ? "CANCEL" : "STARTUP", d->s.pos);
+	new_pending(c, &e, code == PG_CANCEL_REQ ? "CANCEL" : "STARTUP", d->side.s.pos);
 	if (code == PG_CANCEL_REQ) {
 		/* No answer ever comes: emit it now. */
 		if (len >= 16)
 			snprintf(e.t.target, sizeof(e.t.target), "pid=%u", rd32(p + 8));
-		e.t.req_end_ts = l7_stream_ts(&d->s, d->s.pos + len - 1);
+		e.t.req_end_ts = reel_l7_stream_ts(&d->side.s, d->side.s.pos + len - 1);
 		e.t.req_bytes = len;
 		emit(c, &e);
 		d->state = PG_PASS;
 		return len;
 	}
 	startup_params(&e, p + 8, len - 8);
-	end_request(c, &e, d->s.pos + len);
+	end_request(c, &e, d->side.s.pos + len);
 	d->state = PG_HDR;
 	return len;
 }
@@ -242,7 +241,7 @@ static void end_build(struct pg_conn *c, struct pg_pending *b, uint64_t end_pos)
 {
 	struct pg_dir *d = &c->d[REEL_L7_REQ];
 
-	b->t.req_end_ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	b->t.req_end_ts = reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0);
 	b->t.req_bytes = end_pos - b->t.req_stream_pos;
 	c->building = false;
 }
@@ -259,7 +258,7 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		new_pending(c, &e, "QUERY", pos);
 		e.t.flags |= flags;
 		l = cstr(body, kept);
-		l7_copy_text(e.t.target, sizeof(e.t.target), body, l);
+		reel_l7_copy_text(e.t.target, sizeof(e.t.target), body, l);
 		end_request(c, &e, end);
 		return;
 	case 'F':
@@ -276,7 +275,7 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		if (l < kept && !c->has_parse) {
 			size_t ql = cstr(body + l + 1, kept - l - 1);
 
-			l7_copy_text(b->t.target, sizeof(b->t.target), body + l + 1, ql);
+			reel_l7_copy_text(b->t.target, sizeof(b->t.target), body + l + 1, ql);
 		}
 		c->has_parse = true;
 		return;
@@ -287,8 +286,8 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		if (!c->has_parse && !b->t.target[0] && l < kept) {
 			size_t sl = cstr(body + l + 1, kept - l - 1);
 
-			l7_copy_text(b->t.target, sizeof(b->t.target), "prepared ", 9);
-			l7_append_text(b->t.target, sizeof(b->t.target), body + l + 1, sl);
+			reel_l7_copy_text(b->t.target, sizeof(b->t.target), "prepared ", 9);
+			reel_l7_append_text(b->t.target, sizeof(b->t.target), body + l + 1, sl);
 		}
 		return;
 	case 'E':
@@ -304,8 +303,8 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		b = begin_build(c, pos);
 		b->t.flags |= flags;
 		if (!c->has_execute)
-			l7_copy_text(b->t.method, sizeof(b->t.method),
-				     c->has_parse ? "PARSE" : "SYNC", c->has_parse ? 5 : 4);
+			reel_l7_copy_text(b->t.method, sizeof(b->t.method),
+					  c->has_parse ? "PARSE" : "SYNC", c->has_parse ? 5 : 4);
 		end_build(c, b, end);
 		return;
 	}
@@ -328,14 +327,14 @@ static struct pg_pending *resp_target(struct pg_conn *c, uint8_t type, uint64_t 
 		e = &c->orphan;
 		if (!c->orphan_used) {
 			memset(e, 0, sizeof(*e));
-			l7_txn_init(&e->t, REEL_PROTO_PGSQL);
+			reel_l7_txn_init(&e->t, REEL_PROTO_PGSQL);
 			e->t.flags |= REEL_TXNF_NO_REQ;
 			c->orphan_used = true;
 		}
 	}
 	if (!e->resp_seen) {
 		e->resp_seen = true;
-		e->t.resp_ts = l7_stream_ts(&d->s, pos);
+		e->t.resp_ts = reel_l7_stream_ts(&d->side.s, pos);
 		e->t.resp_stream_pos = pos;
 	}
 	return e;
@@ -345,7 +344,7 @@ static void finish_resp(struct pg_conn *c, struct pg_pending *e, uint64_t end)
 {
 	struct pg_dir *d = &c->d[REEL_L7_RESP];
 
-	e->t.resp_end_ts = l7_stream_ts(&d->s, end ? end - 1 : 0);
+	e->t.resp_end_ts = reel_l7_stream_ts(&d->side.s, end ? end - 1 : 0);
 	e->t.resp_bytes = end - e->t.resp_stream_pos;
 	emit(c, e);
 	if (e == &c->orphan)
@@ -373,14 +372,14 @@ static void error_fields(struct pg_pending *e, const uint8_t *p, size_t n, bool 
 	}
 	e->err[0] = '\0';
 	if (sev)
-		l7_append_text(e->err, sizeof(e->err), sev, sl);
+		reel_l7_append_text(e->err, sizeof(e->err), sev, sl);
 	if (code) {
-		l7_append_text(e->err, sizeof(e->err), " ", 1);
-		l7_append_text(e->err, sizeof(e->err), code, cl);
+		reel_l7_append_text(e->err, sizeof(e->err), " ", 1);
+		reel_l7_append_text(e->err, sizeof(e->err), code, cl);
 	}
 	if (msg) {
-		l7_append_text(e->err, sizeof(e->err), ": ", 2);
-		l7_append_text(e->err, sizeof(e->err), msg, ml);
+		reel_l7_append_text(e->err, sizeof(e->err), ": ", 2);
+		reel_l7_append_text(e->err, sizeof(e->err), msg, ml);
 	}
 	*fatal = sev &&
 		 ((sl == 5 && !memcmp(sev, "FATAL", 5)) || (sl == 5 && !memcmp(sev, "PANIC", 5)));
@@ -419,10 +418,10 @@ static void resp_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_
 	switch (type) {
 	case 'C':
 		l = cstr(body, kept);
-		l7_copy_text(e->tag, sizeof(e->tag), body, l);
+		reel_l7_copy_text(e->tag, sizeof(e->tag), body, l);
 		return;
 	case 'I':
-		l7_copy_text(e->tag, sizeof(e->tag), "EMPTY", 5);
+		reel_l7_copy_text(e->tag, sizeof(e->tag), "EMPTY", 5);
 		return;
 	case 'E':
 		error_fields(e, body, kept, &fatal);
@@ -432,17 +431,17 @@ static void resp_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_
 		return;
 	case 'R':
 		if (kept >= 4 && (an = auth_name(rd32(body))) && !strstr(e->info, "auth="))
-			l7_appendf(e->info, sizeof(e->info), "%sauth=%s", e->info[0] ? " " : "",
-				   an);
+			reel_l7_appendf(e->info, sizeof(e->info), "%sauth=%s",
+					e->info[0] ? " " : "", an);
 		return;
 	case 'S':
 		l = cstr(body, kept);
 		if (l == 14 && !memcmp(body, "server_version", 14) && l < kept) {
 			size_t vl = cstr(body + l + 1, kept - l - 1);
 
-			l7_appendf(e->info, sizeof(e->info),
-				   "%sserver_version=", e->info[0] ? " " : "");
-			l7_append_text(e->info, sizeof(e->info), body + l + 1, vl);
+			reel_l7_appendf(e->info, sizeof(e->info),
+					"%sserver_version=", e->info[0] ? " " : "");
+			reel_l7_append_text(e->info, sizeof(e->info), body + l + 1, vl);
 		}
 		return;
 	case 'Z':
@@ -510,7 +509,7 @@ static void end_long(struct pg_conn *c, int dir, uint64_t end)
 
 	d->state = PG_HDR;
 	if (d->fix && c->head <= d->fix_seq && d->fix_seq < c->tail)
-		c->q[d->fix_seq % PG_QUEUE].t.req_end_ts = l7_stream_ts(&d->s, end - 1);
+		c->q[d->fix_seq % PG_QUEUE].t.req_end_ts = reel_l7_stream_ts(&d->side.s, end - 1);
 	d->fix = false;
 }
 
@@ -549,14 +548,14 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		d->remain = len - 4 - keep;
 		seq = c->tail;
 		/* What we need is in the kept head; a long body is skipped after. */
-		msg(c, dir, p[0], p + 5, keep, d->s.pos, d->s.pos + 1 + len, 0);
+		msg(c, dir, p[0], p + 5, keep, d->side.s.pos, d->side.s.pos + 1 + len, 0);
 		note_long(c, dir, seq);
 		return 5 + keep;
 	case PG_SKIP:
 		k = n < d->remain ? n : (size_t)d->remain;
 		d->remain -= k;
 		if (!d->remain)
-			end_long(c, dir, d->s.pos + k);
+			end_long(c, dir, d->side.s.pos + k);
 		return k;
 	case PG_RESYNC:
 		for (size_t i = 0; i < n; i++) {
@@ -586,50 +585,25 @@ static void *pg_new(bool datagram)
 	(void)datagram;
 	if (!c)
 		return NULL;
-	for (int i = 0; i < 2; i++)
-		l7_stream_init(&c->d[i].s, 16384);
+	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
+			  16384);
 	c->d[REEL_L7_REQ].state = PG_STARTUP;
 	c->d[REEL_L7_RESP].state = PG_HDR;
 	return c;
 }
 
-static void pg_free(void *st)
-{
-	struct pg_conn *c = st;
-
-	if (!c)
-		return;
-	for (int i = 0; i < 2; i++)
-		l7_stream_free(&c->d[i].s);
-	free(c);
-}
-
-static void pg_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
-		    size_t len, const struct reel_l7_emit *emit_cb)
-{
-	struct pg_conn *c = st;
-
-	if (!c || (unsigned)dir > 1 || !len)
-		return;
-	c->emit = emit_cb;
-	c->d[dir].last_ts = ts;
-	c->d[dir].last_pos = pos + len;
-	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
-}
-
 static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		    const struct reel_l7_emit *emit_cb)
 {
-	struct pg_conn *c = st;
+	struct pg_conn *c = reel_l7_conn_enter(st, dir, emit_cb);
 	struct pg_dir *d;
 	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
 
-	if (!c || (unsigned)dir > 1)
+	if (!c)
 		return;
 	d = &c->d[dir];
-	c->emit = emit_cb;
 	if (d->state == PG_PASS) {
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
 	if (d->state == PG_SKIP && d->remain >= len) {
@@ -643,23 +617,24 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 			c->q[(c->tail - 1) % PG_QUEUE].t.flags |= flag;
 		else if (dir == REEL_L7_RESP && c->head < c->tail)
 			c->q[c->head % PG_QUEUE].t.flags |= flag;
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
-	if (d->state == PG_HDR && d->s.len >= 5) {
+	if (d->state == PG_HDR && d->side.s.len >= 5) {
 		/* A message of known length was cut: use its head, skip its tail. */
-		const uint8_t *p = d->s.buf + d->s.off;
+		const uint8_t *p = d->side.s.buf + d->side.s.off;
 		uint32_t ml = rd32(p + 1);
-		uint64_t have = d->s.len - 5;
+		uint64_t have = d->side.s.len - 5;
 
 		if ((dir == REEL_L7_REQ ? req_type(p[0]) : resp_type(p[0])) && ml >= 4 &&
 		    ml <= PG_MSG_MAX && have + len <= ml - 4) {
 			uint64_t seq = c->tail;
 
-			msg(c, dir, p[0], p + 5, (size_t)have, d->s.pos, d->s.pos + 1 + ml, flag);
+			msg(c, dir, p[0], p + 5, (size_t)have, d->side.s.pos,
+			    d->side.s.pos + 1 + ml, flag);
 			d->remain = ml - 4 - have - len;
 			note_long(c, dir, seq);
-			l7_stream_hole(&d->s, ts, pos, len);
+			reel_l7_stream_hole(&d->side.s, ts, pos, len);
 			return;
 		}
 	}
@@ -670,7 +645,7 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		} else {
 			struct pg_pending e;
 
-			new_pending(c, &e, "", d->s.len ? d->s.pos : pos);
+			new_pending(c, &e, "", d->side.s.len ? d->side.s.pos : pos);
 			e.t.flags |= flag;
 			end_request(c, &e, pos + len);
 		}
@@ -680,27 +655,27 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		e->t.flags |= flag;
 		if (!e->resp_seen) {
 			e->resp_seen = true;
-			e->t.resp_ts = l7_stream_ts(&d->s, d->s.len ? d->s.pos : pos);
-			e->t.resp_stream_pos = d->s.len ? d->s.pos : pos;
+			e->t.resp_ts =
+				reel_l7_stream_ts(&d->side.s, d->side.s.len ? d->side.s.pos : pos);
+			e->t.resp_stream_pos = d->side.s.len ? d->side.s.pos : pos;
 		}
 	}
 	d->state = PG_RESYNC;
-	l7_stream_hole(&d->s, ts, pos, len);
+	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 
 static void pg_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 {
-	struct pg_conn *c = st;
+	struct pg_conn *c = reel_l7_conn_enter(st, 0, emit_cb);
 
 	(void)ts;
 	if (!c)
 		return;
-	c->emit = emit_cb;
 	if (build_get(c)) {
 		struct pg_pending *b = build_get(c);
 
 		b->t.flags |= REEL_TXNF_PARTIAL;
-		end_build(c, b, c->d[REEL_L7_REQ].last_pos);
+		end_build(c, b, c->d[REEL_L7_REQ].side.last_pos);
 	}
 	while (c->head < c->tail) {
 		struct pg_pending *e = &c->q[c->head++ % PG_QUEUE];
@@ -710,8 +685,8 @@ static void pg_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 		else if (!e->error)
 			e->t.flags |= REEL_TXNF_PARTIAL;
 		if (e->resp_seen) {
-			e->t.resp_end_ts = c->d[REEL_L7_RESP].last_ts;
-			e->t.resp_bytes = c->d[REEL_L7_RESP].last_pos - e->t.resp_stream_pos;
+			e->t.resp_end_ts = c->d[REEL_L7_RESP].side.last_ts;
+			e->t.resp_bytes = c->d[REEL_L7_RESP].side.last_pos - e->t.resp_stream_pos;
 		}
 		emit(c, e);
 	}
@@ -747,13 +722,22 @@ static int pg_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint
 	return check_msg(data, len, dir, 0) == YES ? 30 + bonus : 0;
 }
 
+static const char *const aliases[] = {"postgres", "postgresql", "pg", NULL};
+/* where tshark 4 decodes it without -d */
+static const uint16_t tshark_ports[] = {5432, 0};
+
 const struct reel_l7_parser reel_l7_pgsql = {
 	.proto = REEL_PROTO_PGSQL,
 	.name = "pgsql",
 	.detect = pg_detect,
 	.new_state = pg_new,
-	.free_state = pg_free,
-	.data = pg_data,
+	.free_state = reel_l7_conn_free,
+	.data = reel_l7_conn_data,
 	.hole = pg_hole,
 	.close = pg_close,
+	.priority = 2,
+	.aliases = aliases,
+	.port = 5432,
+	.tshark = "pgsql",
+	.tshark_ports = tshark_ports,
 };

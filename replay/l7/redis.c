@@ -33,7 +33,7 @@ struct redis_level {
 };
 
 struct redis_dir {
-	struct l7_stream s;
+	struct l7_side side; /* first: the glue (l7_internal.h) */
 	enum redis_state state;
 	uint64_t remain;
 	struct redis_level stk[REDIS_DEPTH];
@@ -47,21 +47,14 @@ struct redis_dir {
 	char top;	/* type byte of the top-level value */
 	char cap[2][REEL_TXN_TEXT_MAX];
 	char summary[REEL_TXN_TEXT_MAX];
-	uint64_t last_ts;
 };
 
 struct redis_conn {
+	struct l7_conn l7; /* first: the glue (l7_internal.h) */
 	struct redis_dir d[2];
 	struct reel_txn q[REDIS_QUEUE];
 	uint64_t head, tail;
-	const struct reel_l7_emit *emit;
 };
-
-static void emit(struct redis_conn *c, const struct reel_txn *t)
-{
-	if (c->emit && c->emit->txn)
-		c->emit->txn(c->emit->ctx, t);
-}
 
 static void upcase(char *s)
 {
@@ -75,8 +68,8 @@ static void upcase(char *s)
 static void begin_msg(struct redis_dir *d)
 {
 	d->in_msg = true;
-	d->msg_pos = d->s.pos;
-	d->msg_ts = l7_stream_ts(&d->s, d->s.pos);
+	d->msg_pos = d->side.s.pos;
+	d->msg_ts = reel_l7_stream_ts(&d->side.s, d->side.s.pos);
 	d->flags = 0;
 	d->top = 0;
 	d->cap[0][0] = d->cap[1][0] = '\0';
@@ -92,18 +85,18 @@ static void push_request(struct redis_conn *c, struct redis_dir *d, uint64_t end
 	if (c->tail - c->head == REDIS_QUEUE) {
 		t = &c->q[c->head++ % REDIS_QUEUE];
 		t->flags |= REEL_TXNF_NO_RESP;
-		emit(c, t);
+		reel_l7_emit_txn(&c->l7, t);
 	}
 	t = &c->q[c->tail++ % REDIS_QUEUE];
-	l7_txn_init(t, REEL_PROTO_REDIS);
+	reel_l7_txn_init(t, REEL_PROTO_REDIS);
 	t->flags = d->flags;
 	t->req_ts = d->msg_ts;
-	t->req_end_ts = l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0);
+	t->req_end_ts = reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0);
 	t->req_stream_pos = d->msg_pos;
 	t->req_bytes = end_pos - d->msg_pos;
-	l7_copy_text(t->method, sizeof(t->method), d->cap[0], strlen(d->cap[0]));
+	reel_l7_copy_text(t->method, sizeof(t->method), d->cap[0], strlen(d->cap[0]));
 	upcase(t->method);
-	l7_copy_text(t->target, sizeof(t->target), d->cap[1], strlen(d->cap[1]));
+	reel_l7_copy_text(t->target, sizeof(t->target), d->cap[1], strlen(d->cap[1]));
 }
 
 static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end_pos,
@@ -116,7 +109,7 @@ static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end
 		t = &c->q[c->head++ % REDIS_QUEUE];
 	} else {
 		t = &orphan;
-		l7_txn_init(t, REEL_PROTO_REDIS);
+		reel_l7_txn_init(t, REEL_PROTO_REDIS);
 		t->flags |= REEL_TXNF_NO_REQ;
 	}
 	t->flags |= d->flags;
@@ -126,8 +119,8 @@ static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end
 	t->resp_bytes = end_pos - d->msg_pos;
 	if (d->top == '-' || d->top == '!')
 		t->flags |= REEL_TXNF_ERROR;
-	l7_copy_text(t->detail, sizeof(t->detail), d->summary, strlen(d->summary));
-	emit(c, t);
+	reel_l7_copy_text(t->detail, sizeof(t->detail), d->summary, strlen(d->summary));
+	reel_l7_emit_txn(&c->l7, t);
 }
 
 static void msg_done(struct redis_conn *c, int dir, uint64_t end_pos)
@@ -139,7 +132,8 @@ static void msg_done(struct redis_conn *c, int dir, uint64_t end_pos)
 	if (dir == REEL_L7_REQ)
 		push_request(c, d, end_pos);
 	else
-		finish_reply(c, d, end_pos, l7_stream_ts(&d->s, end_pos ? end_pos - 1 : 0));
+		finish_reply(c, d, end_pos,
+			     reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0));
 }
 
 /* A value ended at end_pos: pop finished aggregates, maybe end the message. */
@@ -165,7 +159,7 @@ static void value_done(struct redis_conn *c, int dir, uint64_t end_pos)
 
 static size_t line_len(const uint8_t *p, size_t n)
 {
-	const uint8_t *nl = l7_find(p, n < REDIS_LINE_MAX ? n : REDIS_LINE_MAX, '\n');
+	const uint8_t *nl = reel_l7_find(p, n < REDIS_LINE_MAX ? n : REDIS_LINE_MAX, '\n');
 
 	return nl ? (size_t)(nl - p) + 1 : 0;
 }
@@ -177,7 +171,7 @@ static bool parse_i64(const uint8_t *p, size_t n, int64_t *v)
 
 	if (neg)
 		p++, n--;
-	if (!l7_parse_u64(p, n, &u) || u > (uint64_t)INT64_MAX)
+	if (!reel_l7_parse_u64(p, n, &u) || u > (uint64_t)INT64_MAX)
 		return false;
 	*v = neg ? -(int64_t)u : (int64_t)u;
 	return true;
@@ -252,16 +246,16 @@ static void summarise(struct redis_dir *d, uint8_t type, const uint8_t *body, si
 	case ',':
 	case '(':
 	case '#':
-		l7_copy_text(d->summary, sizeof(d->summary), body, bl);
+		reel_l7_copy_text(d->summary, sizeof(d->summary), body, bl);
 		return;
 	case '_':
-		l7_copy_text(d->summary, sizeof(d->summary), "nil", 3);
+		reel_l7_copy_text(d->summary, sizeof(d->summary), "nil", 3);
 		return;
 	}
 	for (size_t i = 0; i < sizeof(agg) / sizeof(agg[0]); i++)
 		if (agg[i].t == (char)type) {
 			if (v < 0)
-				l7_copy_text(d->summary, sizeof(d->summary), "nil", 3);
+				reel_l7_copy_text(d->summary, sizeof(d->summary), "nil", 3);
 			else
 				snprintf(d->summary, sizeof(d->summary), "%s %lld", agg[i].name,
 					 (long long)v);
@@ -286,7 +280,7 @@ static void inline_command(struct redis_conn *c, int dir, const uint8_t *p, size
 		s = i;
 		while (i < body && p[i] != ' ' && p[i] != '\t')
 			i++;
-		l7_copy_text(d->cap[slot], sizeof(d->cap[slot]), p + s, i - s);
+		reel_l7_copy_text(d->cap[slot], sizeof(d->cap[slot]), p + s, i - s);
 	}
 	msg_done(c, dir, end_pos);
 }
@@ -304,7 +298,7 @@ static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
 	body = l - 1;
 	if (body && p[body - 1] == '\r')
 		body--;
-	end = d->s.pos + l;
+	end = d->side.s.pos + l;
 	if (!d->in_msg) {
 		if (!body)
 			return l; /* blank line between commands */
@@ -415,7 +409,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 	case R_BULK:
 		k = n < d->remain ? n : (size_t)d->remain;
 		if (d->cap_slot >= 0)
-			l7_append_text(d->cap[d->cap_slot], sizeof(d->cap[d->cap_slot]), p, k);
+			reel_l7_append_text(d->cap[d->cap_slot], sizeof(d->cap[d->cap_slot]), p, k);
 		d->remain -= k;
 		if (!d->remain)
 			d->state = R_CRLF;
@@ -427,10 +421,11 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 			return protocol_error(c, dir);
 		if (dir == REEL_L7_RESP && d->depth == 0 && d->cap_slot == 1) {
 			/* "=txt:..." verbatim and "!..." blob errors: show the text. */
-			l7_copy_text(d->summary, sizeof(d->summary), d->cap[1], strlen(d->cap[1]));
+			reel_l7_copy_text(d->summary, sizeof(d->summary), d->cap[1],
+					  strlen(d->cap[1]));
 		}
 		d->state = R_LINE;
-		value_done(c, dir, d->s.pos + 2);
+		value_done(c, dir, d->side.s.pos + 2);
 		return 2;
 	case R_RESYNC:
 		return do_resync(c, dir, p, n);
@@ -445,8 +440,8 @@ static size_t protocol_error(struct redis_conn *c, int dir)
 
 	if (d->in_msg) {
 		d->flags |= REEL_TXNF_ERROR;
-		l7_copy_text(d->summary, sizeof(d->summary), "protocol error", 14);
-		msg_done(c, dir, d->s.pos);
+		reel_l7_copy_text(d->summary, sizeof(d->summary), "protocol error", 14);
+		msg_done(c, dir, d->side.s.pos);
 	}
 	d->state = R_RESYNC;
 	d->prev_nl = false;
@@ -462,52 +457,28 @@ static void *redis_new(bool datagram)
 	(void)datagram;
 	if (!c)
 		return NULL;
-	for (int i = 0; i < 2; i++)
-		l7_stream_init(&c->d[i].s, REDIS_LINE_MAX);
+	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
+			  REDIS_LINE_MAX);
 	return c;
-}
-
-static void redis_free(void *st)
-{
-	struct redis_conn *c = st;
-
-	if (!c)
-		return;
-	for (int i = 0; i < 2; i++)
-		l7_stream_free(&c->d[i].s);
-	free(c);
-}
-
-static void redis_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos,
-		       const uint8_t *data, size_t len, const struct reel_l7_emit *emit_cb)
-{
-	struct redis_conn *c = st;
-
-	if (!c || (unsigned)dir > 1 || !len)
-		return;
-	c->emit = emit_cb;
-	c->d[dir].last_ts = ts;
-	l7_stream_feed(&c->d[dir].s, c, dir, ts, pos, data, len, consume);
 }
 
 static void redis_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		       const struct reel_l7_emit *emit_cb)
 {
-	struct redis_conn *c = st;
+	struct redis_conn *c = reel_l7_conn_enter(st, dir, emit_cb);
 	struct redis_dir *d;
 	uint32_t flag = dir == REEL_L7_REQ ? REEL_TXNF_HOLE_REQ : REEL_TXNF_HOLE_RESP;
 
-	if (!c || (unsigned)dir > 1)
+	if (!c)
 		return;
 	d = &c->d[dir];
-	c->emit = emit_cb;
 	if (d->state == R_BULK && d->remain >= len) {
 		/* Inside a bulk payload: the framing survives. */
 		d->flags |= flag;
 		d->remain -= len;
 		if (!d->remain)
 			d->state = R_CRLF;
-		l7_stream_hole(&d->s, ts, pos, len);
+		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
 	if (d->state != R_RESYNC) {
@@ -518,32 +489,31 @@ static void redis_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos
 	}
 	d->state = R_RESYNC;
 	d->prev_nl = true;
-	l7_stream_hole(&d->s, ts, pos, len);
+	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 
 static void redis_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 {
-	struct redis_conn *c = st;
+	struct redis_conn *c = reel_l7_conn_enter(st, 0, emit_cb);
 
 	(void)ts;
 	if (!c)
 		return;
-	c->emit = emit_cb;
 	for (int dir = 0; dir < 2; dir++) {
 		struct redis_dir *d = &c->d[dir];
 
-		if (d->in_msg || (d->state == R_LINE && d->s.len)) {
+		if (d->in_msg || (d->state == R_LINE && d->side.s.len)) {
 			if (!d->in_msg)
 				begin_msg(d);
 			d->flags |= REEL_TXNF_PARTIAL;
-			msg_done(c, dir, d->s.pos + d->s.len);
+			msg_done(c, dir, d->side.s.pos + d->side.s.len);
 		}
 	}
 	while (c->head < c->tail) {
 		struct reel_txn *t = &c->q[c->head++ % REDIS_QUEUE];
 
 		t->flags |= REEL_TXNF_NO_RESP;
-		emit(c, t);
+		reel_l7_emit_txn(&c->l7, t);
 	}
 }
 
@@ -570,13 +540,20 @@ static int redis_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, u
 	return 0;
 }
 
+/* where tshark 4 decodes it without -d */
+static const uint16_t tshark_ports[] = {6379, 0};
+
 const struct reel_l7_parser reel_l7_redis = {
 	.proto = REEL_PROTO_REDIS,
 	.name = "redis",
 	.detect = redis_detect,
 	.new_state = redis_new,
-	.free_state = redis_free,
-	.data = redis_data,
+	.free_state = reel_l7_conn_free,
+	.data = reel_l7_conn_data,
 	.hole = redis_hole,
 	.close = redis_close,
+	.priority = 4,
+	.port = 6379,
+	.tshark = "resp",
+	.tshark_ports = tshark_ports,
 };
