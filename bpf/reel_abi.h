@@ -30,16 +30,20 @@ typedef __s32 reel_s32;
 typedef __u64 reel_u64;
 #endif
 
-#define REEL_ABI_VERSION 1
+#define REEL_ABI_VERSION 2
 
-/* Largest payload chunk one DATA event carries: a perf record's size is a u16. */
-#define REEL_CHUNK_MAX 32768
-/* Default and maximum snaplen per syscall (bytes captured per call and direction). */
-#define REEL_SNAPLEN_DEFAULT 65536
-/* iovec entries walked per readv/writev/sendmsg/recvmsg call. */
-#define REEL_IOV_MAX 16
-/* messages walked per sendmmsg/recvmmsg call */
-#define REEL_MMSG_MAX 8
+/* Largest payload one DATA event carries. A perf sample's size is a u16:
+ * with RAW|TIME|CPU the raw data can hold up to 65500 bytes, the 104-byte
+ * DATA header included. Version 1 chunks were at most REEL_CHUNK_MAX_V1. */
+#define REEL_CHUNK_MAX	  65280
+#define REEL_CHUNK_MAX_V1 32768
+/* Default snaplen: 0, every byte of every call (like tcpdump -s 0). */
+#define REEL_SNAPLEN_DEFAULT 0
+/* iovec entries walked per readv/writev/sendmsg/recvmsg call: the kernel's
+ * own limit (UIO_MAXIOV), so every iovec of a call that succeeded. */
+#define REEL_IOV_MAX 1024
+/* messages walked per sendmmsg/recvmmsg call: also UIO_MAXIOV */
+#define REEL_MMSG_MAX 1024
 
 enum reel_ev_kind {
 	REEL_EV_DATA = 1,
@@ -131,6 +135,9 @@ enum reel_syscall {
 #define REEL_DATAF_HAS_PEER    0x8  /* `peer` holds the datagram's remote address (UDP) */
 #define REEL_DATAF_HAS_SEQ     0x10 /* tcp_seq is valid */
 #define REEL_DATAF_FAULT       0x20 /* reading user memory failed; cap_len bytes are missing */
+/* Version 2. OVERLOAD: with TRUNCATED and cap_len 0, bytes left out because the ring
+ * was filling (the overload control, ABI.md), not because of the snaplen. */
+#define REEL_DATAF_OVERLOAD 0x40
 
 /*
  * DATA: one chunk of a syscall's payload. A syscall that moved N bytes yields

@@ -21,37 +21,23 @@
 
 #include "reel_abi.h"
 #include "reel_sock.bpf.h"
+#include "reel_emit.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* A global function's argument that is the program's context. */
-#ifndef __arg_ctx
-#define __arg_ctx __attribute__((btf_decl_tag("arg:ctx")))
-#endif
 
 #define R_MSG_PEEK     2
 #define R_EINPROGRESS  115
 #define R_EBADF	       9
 #define REEL_PORTS_MAX 16
-/* recvmmsg/sendmmsg messages past REEL_MMSG_MAX get length-only events, up to
- * the kernel's own limit (UIO_MAXIOV). */
-#define R_MMSG_LIMIT 1024
 
 /* Tunables, set by reelcap between open and load. */
 const volatile __u32 self_tgid = 0;
-const volatile __u32 snaplen = REEL_SNAPLEN_DEFAULT;
 const volatile __u8 filter_pids = 0;
 const volatile __u8 filter_comm = 0;
 const volatile char comm_filter[REEL_COMM_LEN] __attribute__((aligned(8))) = {};
 const volatile __u64 filter_cgroup = 0;
 const volatile __u32 nports = 0;
 const volatile __u16 ports[REEL_PORTS_MAX] = {}; /* network order */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} events SEC(".maps");
 
 /* Processes in scope when filter_pids: tgid -> 1. Seeded by reelcap, grown by
  * fork, read by reelcap at rotation. The programs test `pidbits`. */
@@ -94,25 +80,6 @@ struct {
 	__type(value, struct conn_state);
 } conns SEC(".maps");
 
-/* Kernel-side counters, per CPU, read by reelcap for STATS and the final line. */
-enum {
-	RS_CALLS_FULL, /* unused (was: no task storage for a call's arguments) */
-	RS_CONNS_FULL, /* conns map update failed */
-	RS_OUTPUT_ERR, /* bpf_perf_event_output failed (ring full: counted as LOST too) */
-	RS_MMSG_TAIL,  /* messages past REEL_MMSG_MAX emitted length-only */
-	RS_IOV_TAIL,   /* calls with more than REEL_IOV_MAX segments (tail truncated) */
-	RS_TLS_NOFD,   /* TLS calls that moved plaintext on no socket fd we could name */
-	RS_TLS_BUSY,   /* TLS calls whose plaintext was not copied (scratch busy: preempted) */
-	RS_MAX,
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RS_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} kstats SEC(".maps");
-
 /* The arguments of the call ending now, read at sys_exit from the thread's
  * saved user registers (see call_args). */
 struct call_args {
@@ -126,143 +93,6 @@ struct call_args {
 	__u8 dir;
 	__u8 pad;
 };
-
-/* Payload walk state of the message being emitted (one per CPU). */
-struct walk_state {
-	__u64 buf;	 /* flat buffer, or iovec array when is_iov */
-	__u64 buflen;	 /* flat buffer size */
-	__u64 seg_base;	 /* user address of the next byte of the current segment */
-	__u64 seg_left;	 /* bytes left in the current segment */
-	__u64 total;	 /* bytes the message moved */
-	__u64 off;	 /* bytes of the message walked */
-	__u64 chunk_off; /* message offset where the pending chunk starts */
-	__u64 pos;	 /* stream position of the message's first byte */
-	__u32 fill;	 /* payload bytes pending in the scratch buffer */
-	__u32 captured;	 /* payload bytes captured of this message */
-	__u32 nseg, seg_idx;
-	__u32 is_iov;
-	__u32 has_seq;
-	__u32 seq_end; /* TCP sequence number one past the message */
-	__u32 chunk_flags;
-	__u32 chunk;
-	__u32 pad;
-};
-
-/* 2 * REEL_CHUNK_MAX so that "fill < CHUNK_MAX plus a read of <= CHUNK_MAX"
- * stays inside the buffer for the verifier. */
-struct scratch {
-	struct walk_state st;
-	struct iovec iov[REEL_IOV_MAX]; /* the message's iovecs, read in one go */
-	__u64 busy;			/* tls_scratch only: a uprobe program is using it */
-	struct reel_ev_data ev;
-	__u8 data[2 * REEL_CHUNK_MAX];
-};
-
-/* An ARRAY indexed by CPU, not a PERCPU_ARRAY: per-CPU values are limited to
- * 32 KiB. reelcap sets max_entries to the number of possible CPUs. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch SEC(".maps");
-
-/* The same for the TLS uprobe programs. Tracepoint programs run with
- * preemption off; uprobe programs only with migration off, so one can be
- * preempted on its CPU by a thread whose programs would reuse its buffer:
- * they get their own, with a busy mark (see tls_exit). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} tls_scratch SEC(".maps");
-
-/* A TLS library call in flight on a thread (key: pid_tgid), from the uprobe
- * at its entry to the uretprobe at its return. */
-struct tls_call {
-	__u64 ssl;    /* SSL * (the library's object: only a key here) */
-	__u64 buf;    /* plaintext buffer (user) */
-	__u64 outlen; /* SSL_read_ex/SSL_write_ex: size_t * of the byte count; else 0 */
-	__s32 fd;     /* socket fd of a data syscall made during the call, -1 until one */
-	__u16 sys;    /* REEL_SYS_SSL_READ / REEL_SYS_SSL_WRITE */
-	__u8 dir;
-	__u8 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct tls_call);
-} tls_calls SEC(".maps");
-
-/* The socket fd an SSL object was last seen to use, for a call that moves
- * plaintext without a syscall (a read served from the library's buffer). */
-struct tls_key {
-	__u64 ssl;
-	__u32 tgid;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct tls_key);
-	__type(value, __s32);
-} tls_fds SEC(".maps");
-
-/* Set by reelcap once the TLS uprobes are attached: until then (and with
- * --no-tls, or no libssl) the syscall programs do not look for a TLS call. */
-volatile __u32 tls_live = 0;
-/* TLS calls in flight (in scope), all threads: while 0 the syscall programs
- * skip the tls_calls lookup (~80 ns per captured call here). A thread that
- * dies inside a call leaves it above 0: the lookups then happen, nothing
- * else changes. */
-volatile __s64 tls_inflight = 0;
-
-static __always_inline void kstat_inc(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&kstats, &idx);
-
-	if (v)
-		*v += 1;
-}
-
-static __always_inline struct scratch *scratch_get(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-
-	return bpf_map_lookup_elem(&scratch, &cpu);
-}
-
-static __always_inline struct scratch *tls_scratch_get(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-
-	return bpf_map_lookup_elem(&tls_scratch, &cpu);
-}
-
-static __always_inline void ev_hdr(struct reel_ev_hdr *h, __u16 kind, __u32 size)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	h->abi_version = REEL_ABI_VERSION;
-	h->kind = kind;
-	h->size = size;
-	h->ts_ns = bpf_ktime_get_ns();
-	h->tgid = id >> 32;
-	h->tid = (__u32)id;
-}
-
-static __always_inline int output(void *ctx, void *data, __u64 size)
-{
-	int err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
-
-	if (err)
-		kstat_inc(RS_OUTPUT_ERR);
-	return err;
-}
 
 /* ------------------------------------------------------------------ */
 /* Filters                                                             */
@@ -504,214 +334,18 @@ static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
-/* ------------------------------------------------------------------ */
-/* Payload walk                                                        */
-
-/* Emits a chunk of `len` stream bytes starting at chunk_off, `cap` of them
- * captured in the scratch buffer (cap 0 for a truncated or length-only one). */
-static __always_inline void flush_chunk(void *ctx, struct scratch *s, __u32 len, __u32 cap,
-					__u32 flags)
+static __always_inline void emit_conn_of(struct emit_conn *ec, const struct call_args *a,
+					 const struct conn_state *c)
 {
-	struct walk_state *st = &s->st;
-
-	s->ev.stream_pos = st->pos + st->chunk_off;
-	s->ev.len = len;
-	s->ev.cap_len = cap;
-	s->ev.flags |= st->chunk_flags | flags;
-	if (st->has_seq)
-		s->ev.tcp_seq = st->seq_end - (__u32)(st->total - st->chunk_off);
-	s->ev.chunk = st->chunk;
-	s->ev.hdr.size = sizeof(struct reel_ev_data) + cap;
-	output(ctx, &s->ev, sizeof(struct reel_ev_data) + (cap & (2 * REEL_CHUNK_MAX - 1)));
-	s->ev.flags &= ~(st->chunk_flags | flags);
-	st->chunk_flags = 0;
-	st->chunk++;
-	st->chunk_off += len;
-	st->fill = 0;
+	ec->id = a->id;
+	ec->ino = c->ino;
+	ec->fd = a->fd;
+	ec->sys = a->sys;
+	ec->dir = a->dir;
+	ec->l4 = c->l4;
 }
 
-static __always_inline void walk_finish(void *ctx, struct scratch *s)
-{
-	struct walk_state *st = &s->st;
-
-	if (st->fill)
-		flush_chunk(ctx, s, st->fill, st->fill, 0);
-	if (st->off < st->total) {
-		if (st->captured < snaplen)
-			kstat_inc(RS_IOV_TAIL);
-		flush_chunk(ctx, s, st->total - st->off, 0, REEL_DATAF_TRUNCATED);
-		st->off = st->total;
-	}
-}
-
-struct loop_ctx {
-	void *ctx;
-	__u32 tls; /* the buffer is tls_scratch */
-};
-
-/* One step of the walk: copy the next piece of the current segment into the
- * scratch buffer, taking the next segment first when the current one is
- * done. Returns 1 when done. */
-static long walk_step(__u32 i, void *arg)
-{
-	struct loop_ctx *lc = arg;
-	struct scratch *s = lc->tls ? tls_scratch_get() : scratch_get();
-	struct walk_state *st;
-	__u64 left, n;
-	__u32 fill;
-
-	if (!s)
-		return 1;
-	st = &s->st;
-	if (st->off >= st->total)
-		return 1;
-	if (!st->seg_left) {
-		__u64 base, len;
-
-		if (st->seg_idx >= st->nseg)
-			return 1;
-		if (st->is_iov) {
-			const struct iovec *v = &s->iov[st->seg_idx & (REEL_IOV_MAX - 1)];
-
-			base = (__u64)v->iov_base;
-			len = v->iov_len;
-		} else {
-			base = st->buf;
-			len = st->buflen;
-		}
-		st->seg_idx++;
-		left = st->total - st->off;
-		st->seg_base = base;
-		st->seg_left = len < left ? len : left;
-		if (!st->seg_left)
-			return 0;
-	}
-	if (st->captured >= snaplen)
-		return 1;
-	left = st->seg_left;
-	if (left > REEL_CHUNK_MAX - st->fill)
-		left = REEL_CHUNK_MAX - st->fill;
-	if (left > snaplen - st->captured)
-		left = snaplen - st->captured;
-	n = left;
-	barrier_var(n);
-	if (n > REEL_CHUNK_MAX)
-		n = REEL_CHUNK_MAX;
-	barrier_var(n);
-	fill = st->fill & (REEL_CHUNK_MAX - 1);
-	if (bpf_probe_read_user(&s->data[fill], n, (void *)st->seg_base))
-		st->chunk_flags |= REEL_DATAF_FAULT;
-	st->fill += n;
-	st->captured += n;
-	st->seg_base += n;
-	st->seg_left -= n;
-	st->off += n;
-	if (st->fill >= REEL_CHUNK_MAX)
-		flush_chunk(lc->ctx, s, st->fill, st->fill, 0);
-	return 0;
-}
-
-/* Per-message parameters of emit_msg. */
-struct msg_desc {
-	__u64 buf, buflen; /* flat buffer, or iovec array and its length */
-	__u64 total;	   /* bytes the message moved */
-	__u32 is_iov;
-	__u32 flags; /* REEL_DATAF_* for every chunk */
-	__u32 call_len;
-	__u32 seq_end; /* TCP seq one past this message (if has_seq) */
-	__u16 msg;
-	__u8 has_seq;
-	__u8 has_peer;
-	struct reel_endpoint peer;
-	__u32 tls; /* TLS plaintext: positions of its own stream, s is tls_scratch */
-};
-
-/* Emits one message (a call's bytes, or one message of sendmmsg/recvmmsg)
- * as DATA chunks. A global function: the verifier walks it once per program
- * (its pointers as memory of their types' sizes, ctx as the program's
- * context), not once per call site and caller state. */
-__noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct call_args *a,
-			struct conn_state *c, const struct msg_desc *m)
-{
-	struct loop_ctx lc = {.ctx = ctx};
-	struct walk_state *st;
-	__u64 id;
-
-	if (!s || !a || !c || !m)
-		return 0;
-	st = &s->st;
-	id = a->id;
-	lc.tls = m->tls;
-
-	__builtin_memset(st, 0, sizeof(*st));
-	st->buf = m->buf;
-	st->buflen = m->buflen;
-	st->total = m->total;
-	st->is_iov = m->is_iov;
-	st->nseg = m->is_iov ? (m->buflen < REEL_IOV_MAX ? m->buflen : REEL_IOV_MAX) : 1;
-	st->has_seq = m->has_seq;
-	st->seq_end = m->seq_end;
-	/* reserve the byte range atomically: threads may share the socket */
-	if (m->tls)
-		st->pos = __sync_fetch_and_add(&c->tls_pos[a->dir & 1], m->total);
-	else
-		st->pos = __sync_fetch_and_add(&c->pos[a->dir & 1], m->total);
-
-	__builtin_memset(&s->ev, 0, sizeof(s->ev));
-	s->ev.hdr.abi_version = REEL_ABI_VERSION;
-	s->ev.hdr.kind = REEL_EV_DATA;
-	s->ev.hdr.ts_ns = bpf_ktime_get_ns();
-	s->ev.hdr.tgid = id >> 32;
-	s->ev.hdr.tid = (__u32)id;
-	s->ev.conn.tgid = id >> 32;
-	s->ev.conn.fd = a->fd;
-	s->ev.conn.ino = c->ino;
-	s->ev.call_len = m->call_len;
-	s->ev.flags = m->flags | (m->has_seq ? REEL_DATAF_HAS_SEQ : 0) |
-		      (m->has_peer ? REEL_DATAF_HAS_PEER : 0);
-	s->ev.syscall = a->sys;
-	s->ev.dir = a->dir;
-	s->ev.l4 = c->l4;
-	s->ev.msg = m->msg;
-	if (m->has_peer)
-		s->ev.peer = m->peer;
-
-	if (m->flags & REEL_DATAF_LENGTH_ONLY) {
-		flush_chunk(ctx, s, m->total, 0, 0);
-		return 0;
-	}
-	/* fast path, the common case: one flat buffer that fits one chunk */
-	if (!m->is_iov && m->total <= REEL_CHUNK_MAX && m->total <= snaplen &&
-	    m->buflen >= m->total) {
-		__u64 n = m->total;
-
-		barrier_var(n);
-		if (n > REEL_CHUNK_MAX)
-			n = REEL_CHUNK_MAX;
-		barrier_var(n);
-		if (bpf_probe_read_user(s->data, n, (void *)m->buf))
-			st->chunk_flags |= REEL_DATAF_FAULT;
-		st->fill = n;
-		st->captured = n;
-		st->off = n;
-		flush_chunk(ctx, s, n, n, 0);
-		return 0;
-	}
-	if (m->is_iov) {
-		/* every iovec in one read: each bpf_probe_read_user costs ~90 ns
-		 * here whatever its size */
-		__u64 sz = (__u64)st->nseg * sizeof(struct iovec);
-
-		barrier_var(sz);
-		if (sz > sizeof(s->iov))
-			sz = sizeof(s->iov);
-		if (bpf_probe_read_user(s->iov, sz, (void *)m->buf))
-			st->nseg = 0; /* unreadable: the bytes go as a truncated chunk */
-	}
-	bpf_loop(2 * REEL_IOV_MAX + 4, walk_step, &lc, 0);
-	walk_finish(ctx, s);
-	return 0;
-}
+#include "reel_tls.bpf.h"
 
 /* ------------------------------------------------------------------ */
 /* Data syscalls                                                       */
@@ -725,35 +359,19 @@ static __always_inline void fill_seq(const struct call_args *a, struct msg_desc 
 	m->seq_end = tcp_seq_end((struct sock *)a->si.sk, a->dir) - (__u32)bytes_after;
 }
 
-/* A data syscall on a socket in scope: when the thread is inside a TLS
- * library call, this is the call's socket (the library reads and writes the
- * TLS records through it). */
-static __always_inline void tls_note_fd(const struct call_args *a)
-{
-	struct tls_call *t = bpf_map_lookup_elem(&tls_calls, &a->id);
-	struct tls_key k = {};
-
-	if (!t || t->fd == a->fd)
-		return;
-	t->fd = a->fd;
-	k.ssl = t->ssl;
-	k.tgid = a->id >> 32;
-	bpf_map_update_elem(&tls_fds, &k, &a->fd, BPF_ANY);
-}
-
 static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 {
 	struct call_args a;
 	struct conn_state *c;
 	struct scratch *s;
 	struct msg_desc m = {};
+	struct emit_conn ec;
 
 	if (ret <= 0)
 		return 0;
 	if (call_args(&a, sys))
 		return 0;
-	if (tls_live && tls_inflight > 0)
-		tls_note_fd(&a);
+	tls_note_fd(&a);
 	c = conn_get(ctx, a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!c)
 		return 0;
@@ -796,7 +414,10 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 		m.flags = REEL_DATAF_LENGTH_ONLY;
 		break;
 	}
-	emit_msg(ctx, s, &a, c, &m);
+	/* reserve the byte range atomically: threads may share the socket */
+	m.pos = __sync_fetch_and_add(&c->pos[a.dir & 1], m.total);
+	emit_conn_of(&ec, &a, c);
+	emit_msg(ctx, s, &ec, &m);
 	return 0;
 }
 
@@ -805,29 +426,35 @@ struct mmsg_ctx {
 	void *ctx;
 	struct call_args *a;
 	struct conn_state *c;
+	struct emit_conn ec;
 	__u32 n;
-	__u32 lens[REEL_MMSG_MAX];
-	__u64 after; /* bytes of the first REEL_MMSG_MAX messages after message j */
+	__u64 after; /* TCP: bytes of the messages after message j */
 };
 
-static __always_inline __u32 mmsg_len(__u64 vec, __u32 j)
+/* TCP only (the sequence numbers): the bytes of all messages. */
+static long mmsg_sum_step(__u32 j, void *arg)
 {
+	struct mmsg_ctx *mc = arg;
 	__u32 len = 0;
 
+	if (j >= mc->n)
+		return 1;
 	bpf_probe_read_user(&len, sizeof(len),
-			    (void *)(vec + (__u64)j * sizeof(struct mmsghdr) +
+			    (void *)(mc->a->buf + (__u64)j * sizeof(struct mmsghdr) +
 				     offsetof(struct mmsghdr, msg_len)));
-	return len;
+	mc->after += len;
+	return 0;
 }
 
-/* Message j: captured like its own call for j < REEL_MMSG_MAX, length-only
- * after. One bpf_loop callback for all of them, so the verifier walks
- * emit_msg once instead of once per unrolled message (~0.2 s per program). */
+/* Message j, captured like a call of its own. One bpf_loop callback for
+ * all of them, so the verifier walks emit_msg once instead of once per
+ * unrolled message (~0.2 s per program). */
 static long mmsg_step(__u32 j, void *arg)
 {
 	struct mmsg_ctx *mc = arg;
 	struct call_args *a = mc->a;
 	struct msg_desc m = {};
+	struct mmsghdr mh = {};
 	struct scratch *s;
 
 	if (j >= mc->n)
@@ -835,32 +462,23 @@ static long mmsg_step(__u32 j, void *arg)
 	s = scratch_get();
 	if (!s)
 		return 1;
-	if (j < REEL_MMSG_MAX) {
-		struct user_msghdr mh = {};
-
-		m.total = mc->lens[j & (REEL_MMSG_MAX - 1)];
-		mc->after -= m.total;
-		if (!m.total)
-			return 0;
-		bpf_probe_read_user(&mh, sizeof(mh),
-				    (void *)(a->buf + (__u64)j * sizeof(struct mmsghdr)));
-		m.buf = (__u64)mh.msg_iov;
-		m.buflen = mh.msg_iovlen;
-		m.is_iov = 1;
-		/* seq: messages past REEL_MMSG_MAX are not counted (TCP mmsg is rare) */
-		fill_seq(a, &m, mc->after);
-		if (mh.msg_name && a->si.l4 == REEL_L4_UDP && !user_sockaddr(mh.msg_name, &m.peer))
-			m.has_peer = 1;
-	} else {
-		m.total = mmsg_len(a->buf, j);
-		if (!m.total)
-			return 0;
-		m.flags = REEL_DATAF_TRUNCATED | REEL_DATAF_LENGTH_ONLY;
-		kstat_inc(RS_MMSG_TAIL);
-	}
+	/* the message header and its msg_len in one read */
+	bpf_probe_read_user(&mh, sizeof(mh), (void *)(a->buf + (__u64)j * sizeof(struct mmsghdr)));
+	m.total = mh.msg_len;
+	mc->after -= m.total;
+	if (!m.total)
+		return 0;
+	m.buf = (__u64)mh.msg_hdr.msg_iov;
+	m.buflen = mh.msg_hdr.msg_iovlen;
+	m.is_iov = 1;
+	fill_seq(a, &m, mc->after);
+	if (mh.msg_hdr.msg_name && a->si.l4 == REEL_L4_UDP &&
+	    !user_sockaddr(mh.msg_hdr.msg_name, &m.peer))
+		m.has_peer = 1;
 	m.call_len = m.total;
 	m.msg = j;
-	emit_msg(mc->ctx, s, a, mc->c, &m);
+	m.pos = __sync_fetch_and_add(&mc->c->pos[a->dir & 1], m.total);
+	emit_msg(mc->ctx, s, &mc->ec, &m);
 	return 0;
 }
 
@@ -876,14 +494,11 @@ static __always_inline int mmsg_exit(void *ctx, long ret, __u16 sys)
 	mc.c = conn_get(ctx, a.id >> 32, a.fd, &a.si, REEL_ROLE_UNKNOWN, a.sys, 0, false);
 	if (!mc.c)
 		return 0;
-	mc.n = ret;
-	for (__u32 j = 0; j < REEL_MMSG_MAX; j++) {
-		if (j >= mc.n)
-			break;
-		mc.lens[j] = mmsg_len(a.buf, j);
-		mc.after += mc.lens[j];
-	}
-	bpf_loop(R_MMSG_LIMIT, mmsg_step, &mc, 0);
+	mc.n = ret < REEL_MMSG_MAX ? ret : REEL_MMSG_MAX;
+	emit_conn_of(&mc.ec, &a, mc.c);
+	if (a.si.l4 == REEL_L4_TCP)
+		bpf_loop(REEL_MMSG_MAX, mmsg_sum_step, &mc, 0);
+	bpf_loop(REEL_MMSG_MAX, mmsg_step, &mc, 0);
 	return 0;
 }
 
@@ -997,182 +612,6 @@ int exit_close(struct trace_event_raw_sys_exit *ctx)
 	emit_close(ctx, id >> 32, fd, c);
 	bpf_map_delete_elem(&conns, &key);
 	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* TLS plaintext: uprobes on the TLS library (libssl)                  */
-
-/* Entry of SSL_read/SSL_write(ssl, buf, num) and of the _ex variants
- * (ssl, buf, num, size_t *bytes): remember the buffer until the return. The
- * fd comes from the data syscalls the library makes meanwhile (tls_note_fd),
- * or from an earlier call on the same SSL object (tls_fds). */
-static __always_inline int tls_enter(struct pt_regs *ctx, __u16 sys, __u8 dir, bool ex)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct tls_call t = {};
-
-	if (!in_scope(id >> 32))
-		return 0;
-	t.ssl = PT_REGS_PARM1(ctx);
-	t.buf = PT_REGS_PARM2(ctx);
-	t.outlen = ex ? PT_REGS_PARM4(ctx) : 0;
-	t.fd = -1;
-	t.sys = sys;
-	t.dir = dir;
-	/* a nested call (none in OpenSSL 3) replaces the outer one: its
-	 * return emits the bytes once, the outer return finds nothing */
-	if (!bpf_map_lookup_elem(&tls_calls, &id))
-		__sync_fetch_and_add(&tls_inflight, 1);
-	bpf_map_update_elem(&tls_calls, &id, &t, BPF_ANY);
-	return 0;
-}
-
-/* A chunk that stands for plaintext not copied: positions stay true. */
-static __always_inline void tls_emit_lost(void *ctx, const struct call_args *a,
-					  struct conn_state *c, __u64 n)
-{
-	struct reel_ev_data ev = {};
-	__u32 len = n > 0xffffffffULL ? 0xffffffffU : (__u32)n;
-
-	ev_hdr(&ev.hdr, REEL_EV_DATA, sizeof(ev));
-	ev.conn.tgid = a->id >> 32;
-	ev.conn.fd = a->fd;
-	ev.conn.ino = c->ino;
-	ev.stream_pos = __sync_fetch_and_add(&c->tls_pos[a->dir & 1], len);
-	ev.len = len;
-	ev.call_len = len;
-	ev.flags = REEL_DATAF_TLS | REEL_DATAF_TRUNCATED;
-	ev.syscall = a->sys;
-	ev.dir = a->dir;
-	ev.l4 = c->l4;
-	output(ctx, &ev, sizeof(ev));
-}
-
-/* Return of the call: `ret` plaintext bytes (or *outlen for _ex, which
- * return 1 on success) at the buffer, for the socket of the call. */
-static __always_inline int tls_exit(struct pt_regs *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct tls_call *tp = bpf_map_lookup_elem(&tls_calls, &id), t;
-	long ret = PT_REGS_RC(ctx);
-	struct call_args a = {};
-	struct msg_desc m = {};
-	struct tls_key k = {};
-	struct conn_state *c;
-	struct scratch *s;
-	__u64 n;
-
-	if (!tp)
-		return 0;
-	t = *tp;
-	if (!bpf_map_delete_elem(&tls_calls, &id))
-		__sync_fetch_and_add(&tls_inflight, -1);
-	if (t.outlen) {
-		if ((int)ret != 1 || bpf_probe_read_user(&n, sizeof(n), (void *)t.outlen))
-			return 0;
-	} else {
-		if ((int)ret <= 0)
-			return 0;
-		n = (__u32)(int)ret;
-	}
-	if (!n)
-		return 0;
-	if (t.fd < 0) {
-		__s32 *f;
-
-		k.ssl = t.ssl;
-		k.tgid = id >> 32;
-		f = bpf_map_lookup_elem(&tls_fds, &k);
-		if (!f) {
-			kstat_inc(RS_TLS_NOFD);
-			return 0;
-		}
-		t.fd = *f;
-	}
-	a.id = id;
-	a.fd = t.fd;
-	a.sys = t.sys;
-	a.dir = t.dir;
-	if (fd_sock_info(bpf_get_current_task_btf(), t.fd, &a.si)) {
-		kstat_inc(RS_TLS_NOFD);
-		return 0;
-	}
-	if (!ports_match(&a.si))
-		return 0;
-	c = conn_get(ctx, id >> 32, t.fd, &a.si, REEL_ROLE_UNKNOWN, t.sys, 0, false);
-	if (!c)
-		return 0;
-	s = tls_scratch_get();
-	if (!s)
-		return 0;
-	/* preempted while another thread's TLS return on this CPU holds the
-	 * buffer (not atomic: two preemptions in a few instructions would be
-	 * needed to slip through) */
-	if (s->busy) {
-		kstat_inc(RS_TLS_BUSY);
-		tls_emit_lost(ctx, &a, c, n);
-		return 0;
-	}
-	s->busy = 1;
-	m.buf = t.buf;
-	m.buflen = n;
-	m.total = n;
-	m.call_len = n;
-	m.flags = REEL_DATAF_TLS;
-	m.tls = 1;
-	emit_msg(ctx, s, &a, c, &m);
-	s->busy = 0;
-	return 0;
-}
-
-SEC("uprobe")
-int ssl_write_enter(struct pt_regs *ctx)
-{
-	return tls_enter(ctx, REEL_SYS_SSL_WRITE, REEL_DIR_EGRESS, false);
-}
-
-SEC("uprobe")
-int ssl_write_ex_enter(struct pt_regs *ctx)
-{
-	return tls_enter(ctx, REEL_SYS_SSL_WRITE, REEL_DIR_EGRESS, true);
-}
-
-SEC("uprobe")
-int ssl_read_enter(struct pt_regs *ctx)
-{
-	return tls_enter(ctx, REEL_SYS_SSL_READ, REEL_DIR_INGRESS, false);
-}
-
-SEC("uprobe")
-int ssl_read_ex_enter(struct pt_regs *ctx)
-{
-	return tls_enter(ctx, REEL_SYS_SSL_READ, REEL_DIR_INGRESS, true);
-}
-
-/* The returns: the entry saved what differs (one program per function, so
- * that each attachment is the skeleton's link). */
-SEC("uretprobe")
-int ssl_write_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
-}
-
-SEC("uretprobe")
-int ssl_write_ex_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
-}
-
-SEC("uretprobe")
-int ssl_read_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
-}
-
-SEC("uretprobe")
-int ssl_read_ex_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
 }
 
 /* ------------------------------------------------------------------ */

@@ -15,6 +15,7 @@
 
 #include "reelcap.h"
 #include "reel_abi.h"
+#include "reel_ring.h"
 #include "reel_trace.skel.h"
 
 void cap_ensure_tracefs(bool quiet)
@@ -39,6 +40,7 @@ int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool p
 
 	ro->self_tgid = getpid();
 	ro->snaplen = o->snaplen;
+	ro->ring_bytes = (uint64_t)o->ring_pages * sysconf(_SC_PAGESIZE);
 	ro->filter_pids = pid_filter;
 	if (o->has_comm) {
 		ro->filter_comm = 1;
@@ -56,6 +58,41 @@ int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool p
 				     cap_tls_library(o) ? libbpf_num_possible_cpus() : 1))
 		return -EINVAL;
 	return bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
+}
+
+uint32_t cap_bpf_default_ring_pages(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t per = CAP_RING_TOTAL_DEF / (uint64_t)(ncpu > 0 ? ncpu : 1), pages = 1;
+
+	if (per < CAP_RING_MIN_DEF)
+		per = CAP_RING_MIN_DEF;
+	if (per > CAP_RING_MAX_DEF)
+		per = CAP_RING_MAX_DEF;
+	while (pages * 2 * page <= per)
+		pages *= 2;
+	return pages;
+}
+
+/* Before the queue is full (DROP records): calls cut to 16 KiB from half
+ * full, 4 KiB, 1 KiB, 256 bytes by eighths. */
+void cap_bpf_set_user_level(struct reel_trace *skel, const struct reel_writer_stats *ws)
+{
+	uint32_t q = ws->queued, n = ws->queue_blocks, lvl;
+
+	if (!n || q * 2 < n)
+		lvl = 0;
+	else if (q * 8 < n * 5)
+		lvl = 1;
+	else if (q * 4 < n * 3)
+		lvl = 2;
+	else if (q * 8 < n * 7)
+		lvl = 3;
+	else
+		lvl = 4;
+	if (skel->bss->user_level != lvl)
+		skel->bss->user_level = lvl;
 }
 
 void cap_bpf_pid_seed(struct reel_trace *skel, uint32_t pid)

@@ -16,9 +16,12 @@
 #include <bpf/libbpf.h>
 
 #include "reelcap.h"
+#include "reel_ring.h"
 
 struct cap_drain {
 	struct perf_buffer *pb;
+	volatile struct reel_ring_acct *acct;
+	int nacct;
 	struct cap_out *out;
 	uint64_t count; /* stop after this many samples (0 = no limit) */
 	uint64_t samples;
@@ -92,6 +95,7 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 
 		if (e->size < sizeof(*s))
 			return LIBBPF_PERF_EVENT_CONT;
+		c->ring_consumed += e->size; /* the programs count every sample */
 		size = s->size;
 		if (size > e->size - sizeof(*s))
 			size = e->size - sizeof(*s);
@@ -181,20 +185,70 @@ void cap_drain_set_out(struct cap_drain *d, struct cap_out *out)
 	d->out = out;
 }
 
+void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acct, int n)
+{
+	d->acct = acct;
+	d->nacct = n;
+}
+
+/* libbpf moves a ring's tail past what it handed us at the end of each
+ * ring's batch, inside the poll or consume call: after it, the room the
+ * programs compute from what is published here is really free. */
+static void publish(struct cap_drain *d)
+{
+	if (!d->acct)
+		return;
+	for (int i = 0; i < d->n; i++) {
+		int cpu = d->c[i].cpu;
+
+		if (cpu < d->nacct)
+			d->acct[cpu].consumed = d->c[i].ring_consumed;
+	}
+}
+
 int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all)
 {
 	int err = perf_buffer__poll(d->pb, timeout_ms);
 
 	if (err < 0 && err != -EINTR)
 		return err;
-	if (all)
-		return perf_buffer__consume(d->pb);
-	return 0;
+	err = all ? perf_buffer__consume(d->pb) : 0;
+	publish(d);
+	return err;
 }
 
 int cap_drain_consume_all(struct cap_drain *d)
 {
-	return perf_buffer__consume(d->pb);
+	int err = perf_buffer__consume(d->pb);
+
+	publish(d);
+	return err;
+}
+
+int cap_drain_acct_check(const struct cap_drain *d, bool print)
+{
+	int bad = 0;
+
+	if (!d->acct)
+		return 0;
+	for (int i = 0; i < d->n; i++) {
+		int cpu = d->c[i].cpu;
+		uint64_t e;
+
+		if (cpu >= d->nacct)
+			continue;
+		e = d->acct[cpu].emitted;
+		if (e == d->c[i].ring_consumed)
+			continue;
+		bad++;
+		if (print)
+			fprintf(stderr,
+				"reelcap: ring accounting of cpu %d: %llu bytes emitted, %llu "
+				"consumed\n",
+				cpu, (unsigned long long)e,
+				(unsigned long long)d->c[i].ring_consumed);
+	}
+	return bad;
 }
 
 bool cap_drain_count_reached(const struct cap_drain *d)

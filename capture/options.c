@@ -33,15 +33,16 @@ static void usage(FILE *f)
 		"      --port PORT        only inet sockets with this local or remote port "
 		"(repeatable)\n"
 		"      --cgroup PATH      only this cgroup v2 (path under the cgroup2 mount)\n"
-		"  -s, --snaplen BYTES    payload bytes captured per call and direction (0..%u, "
-		"default %u)\n"
+		"  -s, --snaplen BYTES    payload bytes captured per call and direction; 0 (the\n"
+		"                         default) = every byte of every call\n"
 		"  -G, --duration SEC     stop after SEC seconds\n"
 		"  -c, --count N          stop after N kernel events\n"
 		"  -C, --file-size SIZE   rotate when the file reaches SIZE (MB = 1e6 bytes; k, M, "
 		"G suffix)\n"
 		"  -W, --file-count N     with -C: keep N files FILE, FILE.1 .. FILE.N-1, reusing "
 		"them\n"
-		"      --ring-pages N     perf ring pages per CPU, power of 2 (default %d)\n"
+		"      --ring-pages N     perf ring pages per CPU, power of 2 (default: 64 MiB\n"
+		"                         shared by the CPUs, 1 to 8 MiB each)\n"
 		"      --level N          zstd level, negative for --fast (default 1)\n"
 		"      --no-coding        store records as they are (format 1.0, for 1.x readers;\n"
 		"                         about 3x larger files)\n"
@@ -56,7 +57,7 @@ static void usage(FILE *f)
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          version\n",
-		REEL_SNAPLEN_DEFAULT, REEL_SNAPLEN_DEFAULT, CAP_RING_PAGES_DEF, CAP_LIBSSL_DEFAULT);
+		CAP_LIBSSL_DEFAULT);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -167,7 +168,6 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 	int c;
 
 	o->snaplen = REEL_SNAPLEN_DEFAULT;
-	o->ring_pages = CAP_RING_PAGES_DEF;
 	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
 	o->flush_ms = 1000;
 	o->argc = argc;
@@ -202,9 +202,9 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			o->cgroup = optarg;
 			break;
 		case 's':
-			if (!parse_u64(optarg, &v) || v > REEL_SNAPLEN_DEFAULT)
-				return usage_error("-s: snaplen '%s' not in 0..%u", optarg,
-						   REEL_SNAPLEN_DEFAULT);
+			if (!parse_u64(optarg, &v) || v > INT32_MAX)
+				return usage_error("-s: snaplen '%s' not in 0..%d", optarg,
+						   INT32_MAX);
 			o->snaplen = v;
 			break;
 		case 'G':
@@ -267,6 +267,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case 'v':
 			verbose = true;
+			o->verbose = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -19,6 +19,7 @@
 
 #include "reelcap.h"
 #include "reel_abi.h"
+#include "reel_ring.h"
 #include "reel_trace.skel.h"
 
 #define POLL_MS 100
@@ -202,6 +203,8 @@ static int setup_bpf(struct cap_run *r)
 		return -1;
 	}
 	r->pid_filter = r->npids > 0;
+	if (!o->ring_pages)
+		r->o->ring_pages = cap_bpf_default_ring_pages();
 	err = cap_bpf_set_rodata(r->skel, o, r->pid_filter);
 	if (!err)
 		err = reel_trace__load(r->skel);
@@ -221,6 +224,8 @@ static int setup_bpf(struct cap_run *r)
 	r->d = cap_drain_new(bpf_map__fd(r->skel->maps.events), o->ring_pages, NULL, o->count);
 	if (!r->d)
 		return -1;
+	cap_drain_set_acct(r->d, r->skel->bss->ring_acct,
+			   sizeof(r->skel->bss->ring_acct) / sizeof(r->skel->bss->ring_acct[0]));
 	err = reel_trace__attach(r->skel);
 	if (err) {
 		fprintf(stderr, "reelcap: attaching the BPF programs failed: %s (%d)\n",
@@ -285,6 +290,7 @@ static void capture_loop(struct cap_run *r)
 {
 	const struct cap_opts *o = r->o;
 	uint64_t last_all, last_clock, last_stats, last_line;
+	struct reel_writer_stats ws;
 	int err;
 
 	r->t0 = last_all = last_clock = last_stats = last_line = reel_now_mono_ns();
@@ -301,6 +307,8 @@ static void capture_loop(struct cap_run *r)
 		now = reel_now_mono_ns();
 		if (all)
 			last_all = now;
+		cap_out_stats(r->out, &ws);
+		cap_bpf_set_user_level(r->skel, &ws);
 		if (cap_out_tick(r->out, now) == 1) {
 			/* a rotated file stands alone: clock pair and process table */
 			write_clock(r->out);
@@ -316,9 +324,6 @@ static void capture_loop(struct cap_run *r)
 			last_stats = now;
 		}
 		if (o->stats_s && now - last_line >= o->stats_s * 1e9) {
-			struct reel_writer_stats ws;
-
-			cap_out_stats(r->out, &ws);
 			stats_line("", r->d, &ws, cap_out_files(r->out), r->t0);
 			last_line = now;
 		}
@@ -339,7 +344,7 @@ static int finish(struct cap_run *r)
 {
 	const struct cap_opts *o = r->o;
 	struct reel_writer_stats ws;
-	uint64_t ks[7];
+	uint64_t ks[CAP_KSTATS];
 	int files, err;
 
 	if (r->child && !r->child_done) {
@@ -352,10 +357,18 @@ static int finish(struct cap_run *r)
 				usleep(50000);
 		}
 	}
+	/* detach first: what the programs emit until they are gone is drained
+	 * into the file too (and counted) */
+	cap_bpf_detach(r->skel);
 	cap_drain_consume_all(r->d);
 	cap_drain_reconcile_lost(r->d);
 	cap_drain_write_stats(r->d);
-	cap_bpf_kstats(r->skel, ks, 7);
+	cap_bpf_kstats(r->skel, ks, CAP_KSTATS);
+	/* the programs count what they output, the drain what it consumed:
+	 * equal unless the accounting drifted (the overload control would then
+	 * see the rings fuller or emptier than they are) */
+	if (cap_drain_acct_check(r->d, o->verbose) && !o->quiet)
+		fprintf(stderr, "reelcap: warning: the ring accounting drifted (-v: figures)\n");
 	if (!o->quiet && (ks[0] || ks[1] || ks[2]))
 		fprintf(stderr,
 			"reelcap: kernel: %llu calls not tracked (no task storage), %llu "
@@ -363,6 +376,11 @@ static int finish(struct cap_run *r)
 			"tracked, %llu outputs failed (ring full)\n",
 			(unsigned long long)ks[0], (unsigned long long)ks[1],
 			(unsigned long long)ks[2]);
+	if (!o->quiet && ks[7])
+		fprintf(stderr,
+			"reelcap: kernel: %llu calls cut short by the overload control (%llu bytes "
+			"not captured, marked in the file)\n",
+			(unsigned long long)ks[7], (unsigned long long)ks[8]);
 	if (!o->quiet && (ks[5] || ks[6]))
 		fprintf(stderr,
 			"reelcap: kernel: %llu TLS calls on no socket we could name (not "

@@ -16,9 +16,13 @@
 
 #include "reel_format.h"
 
-#define CAP_MAX_PIDS	   256
-#define CAP_MAX_PORTS	   16 /* == REEL_PORTS_MAX in reel_trace.bpf.c */
-#define CAP_RING_PAGES_DEF 512
+#define CAP_MAX_PIDS  256
+#define CAP_MAX_PORTS 16 /* == REEL_PORTS_MAX in reel_trace.bpf.c */
+/* Perf ring memory for all CPUs together when --ring-pages is not given:
+ * each ring gets its share, a power of 2 between 1 and 8 MiB. */
+#define CAP_RING_TOTAL_DEF (64u << 20)
+#define CAP_RING_MIN_DEF   (1u << 20)
+#define CAP_RING_MAX_DEF   (8u << 20)
 #define CAP_LIBSSL_DEFAULT "/usr/lib/x86_64-linux-gnu/libssl.so.3"
 
 struct reel_trace; /* the BPF skeleton (reel_trace.skel.h) */
@@ -34,16 +38,17 @@ struct cap_opts {
 	const char *cgroup;
 	uint64_t cgroup_id;
 	uint32_t snaplen;
-	double duration_s;  /* 0 = until stopped */
-	uint64_t count;	    /* stop after this many samples (0 = no limit) */
-	uint64_t file_size; /* rotate at this many bytes (0 = never) */
-	int file_count;	    /* with file_size: keep this many files (0 = unlimited) */
-	uint32_t ring_pages;
+	double duration_s;   /* 0 = until stopped */
+	uint64_t count;	     /* stop after this many samples (0 = no limit) */
+	uint64_t file_size;  /* rotate at this many bytes (0 = never) */
+	int file_count;	     /* with file_size: keep this many files (0 = unlimited) */
+	uint32_t ring_pages; /* 0 until set: cap_bpf_default_ring_pages() */
 	int level;
 	bool no_coding; /* store records without the record coding (format 1.0) */
 	uint32_t flush_ms;
 	double stats_s; /* live stats line period (0 = off) */
 	bool quiet;
+	bool verbose;
 	bool print;
 	bool no_tls;	    /* --no-tls: no TLS library uprobes */
 	const char *libssl; /* --libssl PATH (NULL: the default, if it exists) */
@@ -98,11 +103,20 @@ struct cap_drain_cpu {
 	uint64_t samples, sample_bytes;
 	uint64_t lost_records, lost; /* PERF_RECORD_LOST records and their sum */
 	uint64_t dropped;	     /* records the writer refused */
+	uint64_t ring_consumed;	     /* ring bytes of the samples consumed */
 };
+
+struct reel_ring_acct;
 
 struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out *out,
 				uint64_t count);
 void cap_drain_set_out(struct cap_drain *d, struct cap_out *out);
+/* Where to publish the ring bytes consumed (bpf/reel_ring.h): acct[cpu] for
+ * cpu < n, the programs' ring_acct array. */
+void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acct, int n);
+/* Rings whose emitted and consumed counts differ after the final drain (the
+ * accounting drifted); with `print`, their figures on stderr. */
+int cap_drain_acct_check(const struct cap_drain *d, bool print);
 /* Waits up to timeout_ms for a watermark wakeup and consumes what woke; with
  * `all`, consumes every ring (quiet CPUs never reach the watermark). */
 int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all);
@@ -153,11 +167,20 @@ void cap_ensure_tracefs(bool quiet);
 /* Before load: filters, snaplen, map sizes; TLS programs not loaded without
  * a TLS library. 0 or -errno. */
 int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool pid_filter);
+/* --ring-pages when not given: CAP_RING_TOTAL_DEF shared by the CPUs. */
+uint32_t cap_bpf_default_ring_pages(void);
+/* The overload level reelcap asks of the programs while its writer's
+ * compression queue fills (0: none; bpf/reel_emit.bpf.h ovl_cap). */
+void cap_bpf_set_user_level(struct reel_trace *skel, const struct reel_writer_stats *ws);
 /* Puts pid in the programs' pid set: the hash reelcap reads back at rotation
  * and the bitmap the programs test. Before attach: nothing races with it. */
 void cap_bpf_pid_seed(struct reel_trace *skel, uint32_t pid);
 /* The pid set as the programs have grown it (fork): up to max pids. */
 int cap_bpf_pids(struct reel_trace *skel, uint32_t *set, int max);
+/* Kernel counters reelcap reads (RS_* of bpf/reel_emit.bpf.h, in order):
+ * calls not tracked, conns full, outputs failed, (unused), iovecs
+ * unreadable, TLS no fd, TLS busy, overload calls, overload bytes. */
+#define CAP_KSTATS 9
 /* The first n kernel counters (kstats), summed over CPUs. */
 void cap_bpf_kstats(struct reel_trace *skel, uint64_t *out, int n);
 /* Detaching a tracepoint waits for an RCU grace period; one link after the

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "reelcap.h"
+#include "reel_ring.h"
 #include "reel_trace.skel.h"
 
 /* The TLS uprobes: entry and return of each function, with the skeleton's

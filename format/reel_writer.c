@@ -1142,6 +1142,10 @@ void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *s
 	st->dropped_records = w->dropped_records + w->lost_records;
 	st->dropped_bytes = w->dropped_bytes + w->lost_bytes;
 	st->last_error = w->first_err;
+	if (w->threaded) {
+		st->queued = w->qlen + (w->busy ? 1 : 0);
+		st->queue_blocks = w->o.queue_blocks;
+	}
 	pthread_mutex_unlock(&mw->mu);
 }
 

@@ -65,8 +65,8 @@ static int decode_sample(const struct reel_record *rec, struct reel_event *ev)
 		return bad(rec, "sample of %u bytes is shorter than the %zu-byte event header",
 			   rec->len, sizeof(h));
 	memcpy(&h, d, sizeof(h));
-	if (h.abi_version != REEL_ABI_VERSION)
-		return bad(rec, "unknown ABI version %u (this build decodes %u)", h.abi_version,
+	if (h.abi_version < 1 || h.abi_version > REEL_ABI_VERSION)
+		return bad(rec, "unknown ABI version %u (this build decodes 1..%u)", h.abi_version,
 			   REEL_ABI_VERSION);
 	if (h.size < sizeof(h) || h.size > rec->len)
 		return bad(rec, "event size %u outside [%zu, sample length %u]", h.size, sizeof(h),
@@ -120,7 +120,7 @@ static int decode_sample(const struct reel_record *rec, struct reel_event *ev)
 		struct reel_ev_data *x = &ev->data.hdr;
 
 		if (x->cap_len > h.size - need || x->cap_len > x->len ||
-		    x->cap_len > REEL_CHUNK_MAX) {
+		    x->cap_len > (h.abi_version == 1 ? REEL_CHUNK_MAX_V1 : REEL_CHUNK_MAX)) {
 			ev->kind = REEL_EVENT_NONE;
 			return bad(rec, "DATA cap_len %u vs len %u, payload room %zu", x->cap_len,
 				   x->len, (size_t)(h.size - need));
@@ -163,7 +163,9 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 		return bad(rec, "record of %u bytes without data", rec->len);
 
 	/* DATA, nearly every record: checked as decode_sample does, in one go
-	 * (anything else, or a DATA that fails a check, takes decode_sample) */
+	 * (anything else, or a DATA that fails a check, takes decode_sample;
+	 * so does every version 1 event, whose chunks were at most
+	 * REEL_CHUNK_MAX_V1: their layouts are the same) */
 	if (rec->type == REEL_REC_SAMPLE && rec->len >= sizeof(struct reel_ev_data)) {
 		struct reel_ev_data *x = &ev->data.hdr;
 
@@ -336,9 +338,10 @@ static const struct {
 	uint32_t bit;
 	const char *name;
 } data_flags[] = {
-	{REEL_DATAF_TRUNCATED, "trunc"}, {REEL_DATAF_LENGTH_ONLY, "length-only"},
-	{REEL_DATAF_TLS, "tls"},	 {REEL_DATAF_HAS_PEER, "peer"},
-	{REEL_DATAF_HAS_SEQ, "seq"},	 {REEL_DATAF_FAULT, "fault"},
+	{REEL_DATAF_TRUNCATED, "trunc"},   {REEL_DATAF_LENGTH_ONLY, "length-only"},
+	{REEL_DATAF_TLS, "tls"},	   {REEL_DATAF_HAS_PEER, "peer"},
+	{REEL_DATAF_HAS_SEQ, "seq"},	   {REEL_DATAF_FAULT, "fault"},
+	{REEL_DATAF_OVERLOAD, "overload"},
 };
 
 static void put_time(struct reel_sb *sb, uint64_t ts, uint64_t t0)

@@ -372,9 +372,10 @@ int reel_pipeline__set_header(struct reel_pipeline *p, uint32_t file_idx,
 			}
 		}
 	}
-	if (hdr->abi_version && hdr->abi_version != REEL_ABI_VERSION)
-		print_msg("reel: input %u was written with event ABI %u; this build decodes %u\n",
-			  file_idx, hdr->abi_version, REEL_ABI_VERSION);
+	if (hdr->abi_version > REEL_ABI_VERSION)
+		print_msg(
+			"reel: input %u was written with event ABI %u; this build decodes 1..%u\n",
+			file_idx, hdr->abi_version, REEL_ABI_VERSION);
 	return 0;
 }
 

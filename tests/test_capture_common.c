@@ -427,8 +427,10 @@ static void on_data(struct cit_conn *cs, int n, const struct reel_event *ev, uin
 	wflags = (want_length_only(c, dir) ? REEL_DATAF_LENGTH_ONLY : 0) |
 		 (want_l4(c) == REEL_L4_TCP ? REEL_DATAF_HAS_SEQ : 0) |
 		 (udp_unconnected(c) ? REEL_DATAF_HAS_PEER : 0);
-	if ((d->flags & ~REEL_DATAF_TRUNCATED) != wflags)
-		DFAIL("flags 0x%x, want 0x%x (TRUNCATED aside)", d->flags, wflags);
+	if ((d->flags & ~(REEL_DATAF_TRUNCATED | REEL_DATAF_OVERLOAD)) != wflags)
+		DFAIL("flags 0x%x, want 0x%x (TRUNCATED and OVERLOAD aside)", d->flags, wflags);
+	if ((d->flags & REEL_DATAF_OVERLOAD) && (d->cap_len || !(d->flags & REEL_DATAF_TRUNCATED)))
+		DFAIL("OVERLOAD chunk with cap_len %u, flags 0x%x", d->cap_len, d->flags);
 	if (d->cap_len > d->len || d->cap_len > REEL_CHUNK_MAX || !d->len)
 		DFAIL("len %u cap_len %u", d->len, d->cap_len);
 	if (d->hdr.size != sizeof(struct reel_ev_data) + d->cap_len)
@@ -449,6 +451,11 @@ static void on_data(struct cit_conn *cs, int n, const struct reel_event *ev, uin
 	if (d->flags & REEL_DATAF_TRUNCATED) {
 		res->truncated_events++;
 		st->truncated += d->len - d->cap_len;
+	}
+	if (d->flags & REEL_DATAF_OVERLOAD) {
+		res->overload_events++;
+		res->overload_bytes += d->len;
+		st->overload += d->len;
 	}
 	if (d->flags & REEL_DATAF_HAS_PEER) {
 		uint8_t a[16];
@@ -670,7 +677,7 @@ static int cmp_chunk(const void *a, const void *b)
 
 struct group {
 	const struct cit_chunk *first;
-	uint64_t len, cap;
+	uint64_t len, cap, ovl;
 	uint32_t next_chunk;
 	uint64_t next_pos;
 	bool broken, open;
@@ -697,9 +704,9 @@ static void group_end(const struct cit_conn *c, int s, int dir, struct group *g,
 		return;
 	}
 	want_cap = (f->flags & REEL_DATAF_LENGTH_ONLY) ? 0
-		   : f->call_len < snaplen	       ? f->call_len
+		   : !snaplen || f->call_len < snaplen ? f->call_len
 						       : snaplen;
-	if (g->cap != want_cap)
+	if (g->cap + g->ovl != want_cap)
 		cit_fail("conn %d %s/%s %s %s: call at pos %llu of %u bytes: %llu captured, want "
 			 "%llu (snaplen %u)",
 			 c->id, cit_proto_name(c->proto), cit_variant_name(c->variant),
@@ -752,6 +759,7 @@ static void check_stream(const struct cit_conn *c, int s, int dir, struct cit_st
 		}
 		g.len += ch->len;
 		g.cap += ch->cap;
+		g.ovl += (ch->flags & REEL_DATAF_OVERLOAD) ? ch->len : 0;
 		g.next_chunk = ch->chunk + 1;
 		g.next_pos = ch->pos + ch->len;
 	}

@@ -41,6 +41,7 @@ struct cit_stream {
 	size_t n, cap;
 	uint64_t compared;    /* payload bytes compared (all equal, or counted in errors) */
 	uint64_t truncated;   /* len - cap_len over TRUNCATED chunks */
+	uint64_t overload;    /* of which in OVERLOAD chunks (left out as the ring filled) */
 	uint64_t length_only; /* len over LENGTH_ONLY chunks */
 	/* filled by cit_check_streams */
 	uint64_t holes, hole_bytes;
@@ -84,6 +85,7 @@ struct cit_scan {
 	/* kernel events of the peer's processes that match no manifest connection */
 	uint64_t stray_data, stray_open, stray_close;
 	uint64_t truncated_events, length_only_events;
+	uint64_t overload_events, overload_bytes; /* OVERLOAD chunks and their bytes */
 	/* process events */
 	uint64_t forks, fork_bad, execs, exec_peer, exits, exit_bad, procs_client;
 	/* forks of the client that are not reel_peer servers (a sanitizer's
@@ -126,7 +128,8 @@ int cit_scan_file(const char *path, struct cit_conn *c, int n, uint32_t snaplen,
 		  struct cit_scan *res);
 
 /* Per stream: sorts chunks, checks they do not overlap, groups chunks into
- * syscalls (chunk indexes, call_len, snaplen accounting) and, unless
+ * syscalls (chunk indexes, call_len, snaplen accounting: snaplen 0 = all,
+ * less what OVERLOAD chunks left out) and, unless
  * allow_holes, that they tile [0, expect) exactly. Fills holes/covered. */
 void cit_check_streams(struct cit_conn *c, int n, uint32_t snaplen, bool allow_holes);
 

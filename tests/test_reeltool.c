@@ -636,7 +636,12 @@ static void test_recover(void **state)
 	expect_has(r.out, "\"boot_id\":\"boot-1234\"");
 	expect_has(r.out, "\"file_seq\":3,");
 	expect_has(r.out, "\"snaplen\":65536,");
-	expect_has(r.out, "\"abi_version\":1,");
+	{
+		char abi[32];
+
+		snprintf(abi, sizeof(abi), "\"abi_version\":%d,", REEL_ABI_VERSION);
+		expect_has(r.out, abi);
+	}
 	expect_has(r.out, "\"tool_version\":\"test-0.1\"");
 	expect_has(r.out, "\"cmdline\":\"reelcap -o test.reel\"");
 	run_free(&r);

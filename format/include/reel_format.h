@@ -351,7 +351,9 @@ struct reel_writer_stats {
 	uint64_t blocks;	   /* blocks written */
 	uint64_t dropped_records;  /* records refused (queue full or write error) */
 	uint64_t dropped_bytes;
-	int last_error; /* first write error seen (negative errno), 0 if none */
+	int last_error;	       /* first write error seen (negative errno), 0 if none */
+	uint32_t queued;       /* blocks waiting for (or in) compression now */
+	uint32_t queue_blocks; /* how many may wait (opts.queue_blocks; 0 without a thread) */
 };
 
 /* Creates `path` with mode 0600, O_EXCL unless allow_overwrite, O_NOFOLLOW

@@ -3,10 +3,13 @@
  * reel_check: compares a .reel capture of reel_peer with the peer's manifest.
  * For every connection and direction of the manifest: the DATA chunks found
  * for (pid, socket inode) must tile the stream [0, bytes) exactly (holes only
- * with --allow-loss and only if LOST records exist), every captured byte must
+ * with -l and only if LOST records exist), every captured byte must
  * equal the byte the peer sent at that stream position, CONN_CLOSE totals
  * must equal the manifest's, roles and tuples must match. LOST records summed
  * per CPU must equal the kernel's lost count of the final STATS record.
+ * With -w (whole calls), every byte but those of length-only chunks
+ * (sendfile, splice) must be captured: no TRUNCATED chunk, snaplen's or
+ * the overload control's.
  *
  * Exit 0 when all holds, 1 on a mismatch, 2 on a usage or I/O error.
  */
@@ -34,6 +37,8 @@ struct stream {
 	struct ival *v;
 	size_t n, cap;
 	uint64_t compared, mismatched_chunks, length_only, truncated;
+	uint64_t cut; /* truncated bytes of chunks that are not length-only */
+	uint64_t overload;
 	bool has_seq_base;
 	uint32_t seq_base; /* tcp_seq - stream_pos: the same for every chunk of a stream */
 	uint64_t seq_bad;
@@ -220,6 +225,10 @@ static void on_data(const uint8_t *p, uint32_t len)
 		s->length_only += ev.len;
 	if (ev.flags & REEL_DATAF_TRUNCATED)
 		s->truncated += ev.len - ev.cap_len;
+	if ((ev.flags & REEL_DATAF_TRUNCATED) && !(ev.flags & REEL_DATAF_LENGTH_ONLY))
+		s->cut += ev.len - ev.cap_len;
+	if (ev.flags & REEL_DATAF_OVERLOAD)
+		s->overload += ev.len;
 	if (ev.cap_len && !(ev.flags & REEL_DATAF_FAULT)) {
 		peer_fill(want, s->seed, ev.stream_pos, ev.cap_len);
 		if (memcmp(want, p + sizeof(ev), ev.cap_len)) {
@@ -295,16 +304,18 @@ static int cmp_ival(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	bool allow_loss = false;
+	bool allow_loss = false, whole = false;
 	struct reel_reader *r;
 	struct reel_record rec;
 	uint64_t lost_rec[1024] = {}, lost_stats[1024] = {}, nlost = 0, samples = 0;
-	uint64_t compared = 0, holes = 0, hole_bytes = 0, bad = 0, stats_seen = 0;
+	uint64_t compared = 0, holes = 0, hole_bytes = 0, bad = 0, stats_seen = 0, cut = 0, ovl = 0;
 	int c, rc, fails = 0;
 
-	while ((c = getopt(argc, argv, "lv")) != -1) {
+	while ((c = getopt(argc, argv, "lvw")) != -1) {
 		if (c == 'l')
 			allow_loss = true;
+		else if (c == 'w')
+			whole = true;
 		else if (c == 'v')
 			verbose = true;
 		else
@@ -312,7 +323,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind < 2) {
 	usage:
-		fprintf(stderr, "usage: reel_check [-l (allow loss)] [-v] FILE.reel... MANIFEST\n"
+		fprintf(stderr, "usage: reel_check [-l (allow loss)] [-w (whole calls)] [-v] "
+				"FILE.reel... MANIFEST\n"
 				"(several files: the files of one rotated capture, in order)\n");
 		return 2;
 	}
@@ -423,6 +435,15 @@ int main(int argc, char **argv)
 					       (unsigned long long)pc->close_tot[side][dir],
 					       (unsigned long long)s->expect);
 				compared += s->compared;
+				cut += s->cut;
+				ovl += s->overload;
+				if (whole && s->cut)
+					errorf(pc,
+					       "%s %s: %llu bytes not captured (%llu by the "
+					       "overload control)",
+					       side ? "server" : "client", dir ? "in" : "out",
+					       (unsigned long long)s->cut,
+					       (unsigned long long)s->overload);
 				if (verbose)
 					printf("conn %d %s/%s %s %s: %llu bytes, %llu compared, "
 					       "%llu "
@@ -458,10 +479,11 @@ int main(int argc, char **argv)
 		errorf(NULL, "no STATS record");
 		fails++;
 	}
-	printf("reel_check: %d connections, %llu samples, %llu bytes compared, %llu LOST, "
-	       "%llu holes (%llu bytes), %llu damaged blocks: %s\n",
+	printf("reel_check: %d connections, %llu samples, %llu bytes compared, %llu truncated "
+	       "(%llu by overload), %llu LOST, %llu holes (%llu bytes), %llu damaged blocks: %s\n",
 	       nconns, (unsigned long long)samples, (unsigned long long)compared,
-	       (unsigned long long)nlost, (unsigned long long)holes, (unsigned long long)hole_bytes,
-	       (unsigned long long)bad, fails || bad ? "FAIL" : "ok");
+	       (unsigned long long)cut, (unsigned long long)ovl, (unsigned long long)nlost,
+	       (unsigned long long)holes, (unsigned long long)hole_bytes, (unsigned long long)bad,
+	       fails || bad ? "FAIL" : "ok");
 	return fails || bad ? 1 : 0;
 }

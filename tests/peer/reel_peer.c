@@ -7,7 +7,7 @@
  * compare the captured bytes at their stream positions.
  *
  * Each (transport, variant) is one connection: the client sends message i
- * (sizes from 1 B to 1 MiB, 60000 B max on UDP), the server reads all of it
+ * (sizes from 1 B to 1 MiB, 65507 B max on UDP), the server reads all of it
  * and answers with a message of another size, in lock step (so UDP on
  * loopback loses nothing). Both sides verify what they receive; the exit
  * status is 0 only if every byte arrived as sent.
@@ -44,7 +44,9 @@ static const char *variant_names[V_MAX] = {"rw", "v", "sr", "msg", "mmsg", "send
 
 static const size_t stream_sizes[] = {1,     7,	    100,   1000,  4096,	  32767,  32768,
 				      32769, 65535, 65536, 65537, 100000, 262144, 1048576};
-static const size_t dgram_sizes[] = {1, 7, 100, 1000, 1472, 4096, 32767, 32768, 32769, 60000};
+/* up to the largest UDP payload over IPv4 (65535 - 20 - 8) */
+static const size_t dgram_sizes[] = {1,	    7,	   100,	  1000,	 1472, 4096,
+				     32767, 32768, 32769, 60000, 65507};
 
 struct opts {
 	const char *manifest;
@@ -52,8 +54,11 @@ struct opts {
 	size_t max_size;
 	int rounds;
 	const char *only;
+	int iov; /* iovecs per readv/writev/recvmsg/sendmsg (0: 3 and 2 as ever) */
 	bool quiet;
 };
+
+#define IOV_MAX_PEER 1024 /* UIO_MAXIOV */
 
 struct side {
 	int fd;
@@ -83,12 +88,25 @@ static bool udp_unconnected(int p, int v)
 
 struct xfer {
 	int proto, variant;
+	int iov; /* --iov, 0 = the variant's own split */
 	int fd;
 	struct sockaddr_storage peer; /* unconnected UDP: where to send */
 	socklen_t peer_len;
 	int pipe[2]; /* splice */
 	int memfd;   /* sendfile */
 };
+
+/* Cuts [base, base + len) into n iovecs of (nearly) equal size. */
+static int split_iov(struct iovec *iov, int n, const uint8_t *base, size_t len)
+{
+	for (int i = 0; i < n; i++) {
+		size_t a = len * i / n, b = len * (i + 1) / n;
+
+		iov[i].iov_base = (void *)(base + a);
+		iov[i].iov_len = b - a;
+	}
+	return n;
+}
 
 static int send_all(struct xfer *x, const uint8_t *buf, size_t len)
 {
@@ -104,12 +122,10 @@ static int send_all(struct xfer *x, const uint8_t *buf, size_t len)
 			r = write(x->fd, buf + done, n);
 			break;
 		case V_V: {
-			struct iovec iov[3] = {
-				{(void *)(buf + done), n / 3},
-				{(void *)(buf + done + n / 3), n / 3},
-				{(void *)(buf + done + 2 * (n / 3)), n - 2 * (n / 3)},
-			};
-			r = writev(x->fd, iov, 3);
+			struct iovec iov[IOV_MAX_PEER];
+			int k = split_iov(iov, x->iov ? x->iov : 3, buf + done, n);
+
+			r = writev(x->fd, iov, k);
 			break;
 		}
 		case V_SR:
@@ -117,10 +133,10 @@ static int send_all(struct xfer *x, const uint8_t *buf, size_t len)
 				   x->peer_len ? (struct sockaddr *)&x->peer : NULL, x->peer_len);
 			break;
 		case V_MSG: {
-			struct iovec iov[2] = {{(void *)(buf + done), n / 2},
-					       {(void *)(buf + done + n / 2), n - n / 2}};
-			struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+			struct iovec iov[IOV_MAX_PEER];
+			struct msghdr m = {.msg_iov = iov};
 
+			m.msg_iovlen = split_iov(iov, x->iov ? x->iov : 2, buf + done, n);
 			if (x->peer_len) {
 				m.msg_name = &x->peer;
 				m.msg_namelen = x->peer_len;
@@ -208,22 +224,21 @@ static int recv_all(struct xfer *x, uint8_t *buf, size_t len)
 			r = read(x->fd, buf + done, n);
 			break;
 		case V_V: {
-			struct iovec iov[2] = {{buf + done, n / 2},
-					       {buf + done + n / 2, n - n / 2}};
-			r = readv(x->fd, iov, 2);
+			struct iovec iov[IOV_MAX_PEER];
+			int k = split_iov(iov, x->iov ? x->iov : 2, buf + done, n);
+
+			r = readv(x->fd, iov, k);
 			break;
 		}
 		case V_SR:
 			r = recvfrom(x->fd, buf + done, n, 0, (struct sockaddr *)&from, &flen);
 			break;
 		case V_MSG: {
-			struct iovec iov[2] = {{buf + done, n / 2},
-					       {buf + done + n / 2, n - n / 2}};
-			struct msghdr m = {.msg_name = &from,
-					   .msg_namelen = sizeof(from),
-					   .msg_iov = iov,
-					   .msg_iovlen = 2};
+			struct iovec iov[IOV_MAX_PEER];
+			struct msghdr m = {
+				.msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = iov};
 
+			m.msg_iovlen = split_iov(iov, x->iov ? x->iov : 2, buf + done, n);
 			r = recvmsg(x->fd, &m, 0);
 			flen = m.msg_namelen;
 			break;
@@ -407,11 +422,12 @@ static int exchange(struct xfer *x, bool server, const struct opts *o, uint64_t 
 	return err;
 }
 
-static int xfer_init(struct xfer *x, int p, int v, int fd)
+static int xfer_init(struct xfer *x, int p, int v, int fd, int iov)
 {
 	memset(x, 0, sizeof(*x));
 	x->proto = p;
 	x->variant = v;
+	x->iov = iov;
 	x->fd = fd;
 	x->pipe[0] = x->pipe[1] = x->memfd = -1;
 	if (v == V_SPLICE && pipe(x->pipe))
@@ -493,7 +509,7 @@ static int run_one(int p, int v, int idx, const struct opts *o, struct result *r
 		srv.fd = fd;
 		srv.ino = fd_ino(fd);
 		srv.port = sock_port(fd);
-		if (xfer_init(&x, p, v, fd))
+		if (xfer_init(&x, p, v, fd, o->iov))
 			_exit(3);
 		err = exchange(&x, true, o, seed_c2s, seed_s2c, &c2s, &s2c);
 		if (write(info[1], &srv, sizeof(srv)) != sizeof(srv))
@@ -507,7 +523,7 @@ static int run_one(int p, int v, int idx, const struct opts *o, struct result *r
 	res->cli.pid = getpid();
 	if (!udp_unconnected(p, v) && connect(cfd, (struct sockaddr *)&sa, sl)) {
 		res->err = -errno;
-	} else if (xfer_init(&x, p, v, cfd)) {
+	} else if (xfer_init(&x, p, v, cfd, o->iov)) {
 		res->err = -errno;
 	} else {
 		if (udp_unconnected(p, v)) {
@@ -532,16 +548,41 @@ static int run_one(int p, int v, int idx, const struct opts *o, struct result *r
 	return res->err;
 }
 
+/* --dump SEED:LEN: a stream's bytes, for checkers in other languages. */
+static int dump_stream(const char *arg)
+{
+	char *end;
+	uint64_t seed = strtoull(arg, &end, 0), len, off = 0;
+	uint8_t buf[65536];
+
+	if (*end != ':')
+		return 2;
+	len = strtoull(end + 1, &end, 0);
+	if (*end)
+		return 2;
+	while (off < len) {
+		size_t n = len - off < sizeof(buf) ? len - off : sizeof(buf);
+
+		peer_fill(buf, seed, off, n);
+		if (fwrite(buf, 1, n, stdout) != n)
+			return 1;
+		off += n;
+	}
+	return fflush(stdout) ? 1 : 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: reel_peer [--manifest FILE] [--seed N] [--only PROTO[/VARIANT]]\n"
-		   "                 [--max-size BYTES] [--rounds N] [-q]\n"
+		   "                 [--max-size BYTES] [--rounds N] [--iov N] [-q]\n"
 		   "PROTO: tcp4 tcp6 udp4 udp6 unix; VARIANT: rw v sr msg mmsg sendfile splice\n"
-		   "(sendfile and splice run on tcp and unix only).\n"
+		   "(sendfile and splice run on tcp and unix only). --iov N: readv/writev and\n"
+		   "recvmsg/sendmsg (variants v, msg) split each buffer into N iovecs, 1..1024.\n"
 		   "Manifest lines: conn id= proto= variant= client_pid= server_pid= client_fd=\n"
 		   "  server_fd= client_ino= server_ino= client_port= server_port= c2s_bytes=\n"
 		   "  c2s_seed= s2c_bytes= s2c_seed= msgs= status=ok|fail\n"
-		   "Byte k of a stream with seed S is given by peer_fill() in reel_peer_gen.h.\n");
+		   "Byte k of a stream with seed S is given by peer_fill() in reel_peer_gen.h.\n"
+		   "reel_peer --dump SEED:LEN writes bytes [0, LEN) of stream SEED to stdout.\n");
 }
 
 int main(int argc, char **argv)
@@ -552,6 +593,8 @@ int main(int argc, char **argv)
 		{"only", required_argument, NULL, 'o'},
 		{"max-size", required_argument, NULL, 'x'},
 		{"rounds", required_argument, NULL, 'r'},
+		{"iov", required_argument, NULL, 'i'},
+		{"dump", required_argument, NULL, 'd'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -560,7 +603,7 @@ int main(int argc, char **argv)
 	FILE *mf = NULL;
 	int c, idx = 0, fails = 0, runs = 0;
 
-	while ((c = getopt_long(argc, argv, "m:s:o:x:r:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:s:o:x:r:i:d:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			o.manifest = optarg;
@@ -583,6 +626,15 @@ int main(int argc, char **argv)
 			if (o.rounds < 1)
 				return 2;
 			break;
+		case 'i':
+			o.iov = atoi(optarg);
+			if (o.iov < 1 || o.iov > IOV_MAX_PEER) {
+				fprintf(stderr, "reel_peer: --iov 1..%d\n", IOV_MAX_PEER);
+				return 2;
+			}
+			break;
+		case 'd':
+			return dump_stream(optarg);
 		case 'q':
 			o.quiet = true;
 			break;
