@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reelplay, the program (not part of libreelreplay): its options and the
+ * pieces main runs them through. Public headers only.
+ */
+#ifndef REEL_REELPLAY_H
+#define REEL_REELPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "reel_pipeline.h"
+
+#define MAX_FILTERS 64
+
+/* --from / --to as given: absolute, or relative to the inputs' start. */
+struct play_time {
+	const char *text;
+	bool relative;
+	uint64_t ns;
+};
+
+/* The command line. po holds what goes to the pipeline as it is (preview,
+ * --proto, --conn, --each-end); the rest is resolved once the inputs are
+ * open. */
+struct play_args {
+	struct reel_pipeline_opts po;
+	const char *write_path, *json_path, *format;
+	bool print, summary, quiet, no_progress;
+	uint32_t pids[MAX_FILTERS], ports32[MAX_FILTERS];
+	uint16_t ports[MAX_FILTERS];
+	const char *comms[MAX_FILTERS];
+	int npids, nports, ncomms;
+	struct play_time from, to;
+	char *filter;	    /* the tcpdump expression (owned) */
+	const char **files; /* the inputs (owned array) */
+	int nfiles;
+};
+
+#define PLAY_GO (-1)
+
+/* reelplay_args.c: parses argv into *a. PLAY_GO to go on, else the exit
+ * status (0 after --help/--version, 2 after a usage error, 1). */
+int play_parse_args(int argc, char **argv, struct play_args *a);
+void play_args_free(struct play_args *a);
+/* "reelplay: MSG\nTry 'reelplay --help'." on stderr; returns 2. */
+int play_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* REEL_REELPLAY_H */

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * reelplay's command line: options, then the input files, then an optional
+ * tcpdump expression (the first operand that is not an existing file starts
+ * it, as with tcpdump). Usage errors exit 2.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "reel_abi.h"
+#include "reel_format.h"
+#include "reel_timearg.h"
+#include "reelplay.h"
+
+#ifndef REEL_VERSION
+#define REEL_VERSION "0"
+#endif
+
+static const char usage_text[] =
+	"usage: reelplay FILE.reel... [options] [FILTER EXPRESSION]\n"
+	"\n"
+	"Replays .reel captures: merges per-CPU streams, reassembles connections,\n"
+	"parses HTTP/1, HTTP/2, DNS, Redis, PostgreSQL, MySQL, and writes:\n"
+	"  -w, --write OUT       synthesized packets (pcapng; see -F)\n"
+	"  -F, --format FMT      pcapng (default) or pcap (legacy, via libpcap)\n"
+	"      --json OUT|-      a JSON line per transaction and per closed connection\n"
+	"      --print           a readable line per event and per transaction (stdout)\n"
+	"      --summary         per protocol/endpoint counts, errors, latency percentiles\n"
+	"                        (the default when no other output is named)\n"
+	"      --preview N       payload bytes shown per --print line (default 64)\n"
+	"      --each-end        a TCP connection traced at both ends: transactions from\n"
+	"                        each end (default: once, from the end seen first, with\n"
+	"                        the other end as peer_pid/peer_comm/peer_conn)\n"
+	"Filters (an event passes when it matches all that are given; repeatable):\n"
+	"      --pid PID         process id (tgid)\n"
+	"      --comm NAME       process name\n"
+	"      --port PORT       either end of a connection\n"
+	"      --proto NAME      http1 http2 grpc dns redis pgsql mysql\n"
+	"      --conn TGID:FD[:INO]\n"
+	"      --from TIME, --to TIME\n"
+	"                        RFC 3339 (2026-11-21T12:00:00Z), seconds since the\n"
+	"                        epoch (1763726400.5), or +SECONDS from the start\n"
+	"  FILTER EXPRESSION     tcpdump syntax, applied to the synthesized packets\n"
+	"                        (e.g. 'tcp port 6379')\n"
+	"Other:\n"
+	"      --no-progress     no progress bar (shown on a terminal for long inputs)\n"
+	"  -q, --quiet           no decode hints, no damage messages\n"
+	"  -h, --help            this text\n"
+	"  -V, --version         version\n"
+	"\n"
+	"Exit status: 0 ok, 1 damaged input (processed) or error, 2 usage.\n";
+
+int play_usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("reelplay: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'reelplay --help'.\n", stderr);
+	return 2;
+}
+
+static int parse_time(const char *s, struct play_time *t)
+{
+	t->text = s;
+	t->relative = *s == '+';
+	if (t->relative)
+		return reel_time_parse_rel(s + 1, &t->ns);
+	/* plain seconds since the epoch, or RFC 3339 */
+	if (!reel_time_parse_rel(s, &t->ns) && isdigit((unsigned char)s[strlen(s) - 1]))
+		return 0;
+	return reel_time_parse_rfc3339(s, &t->ns);
+}
+
+static int add_u32_list(const char *s, uint32_t *arr, int *n, uint64_t max)
+{
+	char *dup = strdup(s), *save = NULL;
+	int rc = 0;
+
+	if (!dup)
+		return -1;
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long long v = strtoull(tok, &end, 10);
+
+		if (end == tok || *end || v > max || *n >= MAX_FILTERS) {
+			rc = -1;
+			break;
+		}
+		arr[(*n)++] = (uint32_t)v;
+	}
+	free(dup);
+	return rc;
+}
+
+enum {
+	OPT_JSON = 256,
+	OPT_PRINT,
+	OPT_SUMMARY,
+	OPT_PREVIEW,
+	OPT_PID,
+	OPT_COMM,
+	OPT_PORT,
+	OPT_PROTO,
+	OPT_CONN,
+	OPT_FROM,
+	OPT_TO,
+	OPT_NOPROGRESS,
+	OPT_EACH_END,
+};
+
+/* One option; PLAY_GO, or the exit status. */
+static int parse_option(struct play_args *a, int c, const char *arg)
+{
+	switch (c) {
+	case 'w':
+		a->write_path = arg;
+		break;
+	case 'F':
+		a->format = arg;
+		if (strcmp(a->format, "pcapng") && strcmp(a->format, "pcap"))
+			return play_usage_err("-F %s: want pcapng or pcap", a->format);
+		break;
+	case OPT_JSON:
+		a->json_path = arg;
+		break;
+	case OPT_PRINT:
+		a->print = true;
+		break;
+	case OPT_SUMMARY:
+		a->summary = true;
+		break;
+	case OPT_PREVIEW: {
+		char *end;
+		unsigned long v = strtoul(arg, &end, 10);
+
+		if (end == arg || *end || v > (1u << 20))
+			return play_usage_err("--preview %s: want 0..1048576 bytes", arg);
+		a->po.preview = v ? v : 1;
+		break;
+	}
+	case OPT_PID:
+		if (add_u32_list(arg, a->pids, &a->npids, UINT32_MAX))
+			return play_usage_err("--pid %s: want process ids (at most %d)", arg,
+					      MAX_FILTERS);
+		break;
+	case OPT_COMM:
+		if (a->ncomms >= MAX_FILTERS)
+			return play_usage_err("--comm: at most %d names", MAX_FILTERS);
+		a->comms[a->ncomms++] = arg;
+		break;
+	case OPT_PORT:
+		if (add_u32_list(arg, a->ports32, &a->nports, 65535))
+			return play_usage_err("--port %s: want ports 0..65535 (at most %d)", arg,
+					      MAX_FILTERS);
+		break;
+	case OPT_PROTO: {
+		char *dup = strdup(arg), *save = NULL;
+
+		if (!dup)
+			return 1;
+		for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			enum reel_proto pr = reel_proto_parse(t);
+
+			if (pr == REEL_PROTO_UNKNOWN && strcasecmp(t, "unknown")) {
+				/* t points into dup: print, then free */
+				int rc = play_usage_err("--proto %s: unknown protocol (http1, "
+							"http2, grpc, dns, redis, pgsql, "
+							"mysql, unknown)",
+							t);
+
+				free(dup);
+				return rc;
+			}
+			a->po.proto_mask |= 1u << pr;
+		}
+		free(dup);
+		break;
+	}
+	case OPT_CONN:
+		a->po.conn = arg;
+		break;
+	case OPT_FROM:
+		if (parse_time(arg, &a->from))
+			return play_usage_err("--from %s: want RFC 3339, seconds since the epoch "
+					      "or +SECONDS",
+					      arg);
+		break;
+	case OPT_TO:
+		if (parse_time(arg, &a->to))
+			return play_usage_err("--to %s: want RFC 3339, seconds "
+					      "since the epoch or "
+					      "+SECONDS",
+					      arg);
+		break;
+	case OPT_NOPROGRESS:
+		a->no_progress = true;
+		break;
+	case OPT_EACH_END:
+		a->po.each_end = true;
+		break;
+	case 'q':
+		a->quiet = true;
+		break;
+	case 'h':
+		fputs(usage_text, stdout);
+		return 0;
+	case 'V':
+		printf("reelplay %s (event ABI %d, format %d.%d)\n", REEL_VERSION, REEL_ABI_VERSION,
+		       REEL_FORMAT_MAJOR, REEL_FORMAT_MINOR);
+		return 0;
+	default:
+		return play_usage_err("unknown option");
+	}
+	return PLAY_GO;
+}
+
+/* The input files, then the filter expression. PLAY_GO, or the exit status. */
+static int parse_operands(struct play_args *a, int argc, char **argv, int first)
+{
+	a->files = calloc((size_t)argc + 1, sizeof(*a->files));
+	if (!a->files)
+		return 1;
+	for (int i = first; i < argc; i++) {
+		struct stat st;
+
+		if (!a->filter && !stat(argv[i], &st) && !S_ISDIR(st.st_mode)) {
+			a->files[a->nfiles++] = argv[i];
+			continue;
+		}
+		if (!a->filter && (strstr(argv[i], ".reel") || strchr(argv[i], '/'))) {
+			fprintf(stderr, "reelplay: %s: %s\n", argv[i],
+				strerror(errno ? errno : ENOENT));
+			free(a->files);
+			return 1;
+		}
+		if (!a->filter) {
+			size_t len = 1;
+
+			for (int j = i; j < argc; j++)
+				len += strlen(argv[j]) + 1;
+			a->filter = calloc(1, len);
+			if (!a->filter)
+				return 1;
+		} else {
+			strcat(a->filter, " ");
+		}
+		strcat(a->filter, argv[i]);
+	}
+	return PLAY_GO;
+}
+
+int play_parse_args(int argc, char **argv, struct play_args *a)
+{
+	static const struct option lopts[] = {
+		{"write", required_argument, NULL, 'w'},
+		{"format", required_argument, NULL, 'F'},
+		{"json", required_argument, NULL, OPT_JSON},
+		{"print", no_argument, NULL, OPT_PRINT},
+		{"summary", no_argument, NULL, OPT_SUMMARY},
+		{"preview", required_argument, NULL, OPT_PREVIEW},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"port", required_argument, NULL, OPT_PORT},
+		{"proto", required_argument, NULL, OPT_PROTO},
+		{"conn", required_argument, NULL, OPT_CONN},
+		{"from", required_argument, NULL, OPT_FROM},
+		{"to", required_argument, NULL, OPT_TO},
+		{"no-progress", no_argument, NULL, OPT_NOPROGRESS},
+		{"each-end", no_argument, NULL, OPT_EACH_END},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int c, rc;
+
+	memset(a, 0, sizeof(*a));
+	a->po.sz = sizeof(a->po);
+	a->format = "pcapng";
+	while ((c = getopt_long(argc, argv, "w:F:qhV", lopts, NULL)) != -1) {
+		rc = parse_option(a, c, optarg);
+		if (rc != PLAY_GO)
+			return rc;
+	}
+	rc = parse_operands(a, argc, argv, optind);
+	if (rc != PLAY_GO)
+		return rc;
+	if (!a->nfiles) {
+		free(a->files);
+		free(a->filter);
+		return play_usage_err("no input file");
+	}
+	if (!a->write_path && !a->json_path && !a->print)
+		a->summary = true;
+	if (a->json_path && a->print && !strcmp(a->json_path, "-")) {
+		free(a->files);
+		free(a->filter);
+		return play_usage_err("--json - and --print both want stdout; give "
+				      "--json a file");
+	}
+
+	for (int i = 0; i < a->nports; i++)
+		a->ports[i] = (uint16_t)a->ports32[i];
+	return PLAY_GO;
+}
+
+void play_args_free(struct play_args *a)
+{
+	free(a->files);
+	free(a->filter);
+}
