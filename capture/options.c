@@ -137,33 +137,34 @@ enum {
 	OPT_LIBSSL,
 };
 
+static const struct option long_opts[] = {
+	{"write", required_argument, NULL, 'w'},
+	{"pid", required_argument, NULL, 'p'},
+	{"comm", required_argument, NULL, OPT_COMM},
+	{"port", required_argument, NULL, OPT_PORT},
+	{"cgroup", required_argument, NULL, OPT_CGROUP},
+	{"snaplen", required_argument, NULL, 's'},
+	{"duration", required_argument, NULL, 'G'},
+	{"count", required_argument, NULL, 'c'},
+	{"file-size", required_argument, NULL, 'C'},
+	{"file-count", required_argument, NULL, 'W'},
+	{"ring-pages", required_argument, NULL, OPT_RING_PAGES},
+	{"level", required_argument, NULL, OPT_LEVEL},
+	{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
+	{"stats", required_argument, NULL, OPT_STATS},
+	{"print", no_argument, NULL, OPT_PRINT},
+	{"no-coding", no_argument, NULL, OPT_NO_CODING},
+	{"no-tls", no_argument, NULL, OPT_NO_TLS},
+	{"libssl", required_argument, NULL, OPT_LIBSSL},
+	{"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{},
+};
+
 int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 {
-	static const struct option lo[] = {
-		{"write", required_argument, NULL, 'w'},
-		{"pid", required_argument, NULL, 'p'},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"port", required_argument, NULL, OPT_PORT},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"snaplen", required_argument, NULL, 's'},
-		{"duration", required_argument, NULL, 'G'},
-		{"count", required_argument, NULL, 'c'},
-		{"file-size", required_argument, NULL, 'C'},
-		{"file-count", required_argument, NULL, 'W'},
-		{"ring-pages", required_argument, NULL, OPT_RING_PAGES},
-		{"level", required_argument, NULL, OPT_LEVEL},
-		{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
-		{"stats", required_argument, NULL, OPT_STATS},
-		{"print", no_argument, NULL, OPT_PRINT},
-		{"no-coding", no_argument, NULL, OPT_NO_CODING},
-		{"no-tls", no_argument, NULL, OPT_NO_TLS},
-		{"libssl", required_argument, NULL, OPT_LIBSSL},
-		{"quiet", no_argument, NULL, 'q'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{},
-	};
 	uint64_t v;
 	int c;
 
@@ -173,7 +174,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 	o->argc = argc;
 	o->argv = argv;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+w:p:s:G:c:C:W:qvhV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+w:p:s:G:c:C:W:qvhV", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			o->out_path = optarg;

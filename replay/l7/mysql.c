@@ -380,15 +380,71 @@ static struct my_pending *head(struct my_conn *c)
 	return c->head < c->tail ? &c->q[c->head % MY_QUEUE] : NULL;
 }
 
+/* The first packet of a command's response (or of its next result set). */
+static void resp_first(struct my_conn *c, struct my_pending *e, const uint8_t *p, size_t n,
+		       uint64_t len, uint64_t end, bool eof)
+{
+	uint64_t v, affected;
+	uint16_t st;
+	size_t off = 0;
+
+	c->more_results = false;
+	if (e->cmd == 0x09 || e->cmd == 0x0a) {
+		finish(c, e, end); /* STATISTICS: one string packet */
+		return;
+	}
+	if (p[0] == 0xff) {
+		err_packet(e, p, n);
+		finish(c, e, end);
+		return;
+	}
+	if (p[0] == 0x00 && e->cmd == 0x16 && n >= 9) {
+		/* COM_STMT_PREPARE OK: id, columns, params. */
+		uint32_t id = rd32le(p + 1);
+		struct my_stmt *s = &c->stmts[c->next_stmt++ % MY_STMTS];
+
+		s->used = true;
+		s->id = id;
+		memcpy(s->sql, e->sql, sizeof(s->sql));
+		snprintf(e->t.detail, sizeof(e->t.detail), "stmt=%u", id);
+		c->left = (uint64_t)rd16le(p + 5) + rd16le(p + 7);
+		if (!c->left) {
+			finish(c, e, end);
+			return;
+		}
+		c->rs = R_DEFS;
+		return;
+	}
+	if (p[0] == 0x00 || eof) {
+		st = status_flags(p, n, len, &affected);
+		if (p[0] == 0x00 && !e->t.detail[0])
+			snprintf(e->t.detail, sizeof(e->t.detail), "affected=%llu",
+				 (unsigned long long)affected);
+		if (st & SRV_MORE_RESULTS) {
+			c->more_results = true;
+			return;
+		}
+		finish(c, e, end);
+		return;
+	}
+	if (p[0] == 0xfb)
+		return; /* LOCAL INFILE: the client sends, then OK/ERR */
+	if (!lenenc(p, n, &off, &v) || !v) {
+		finish(c, e, end);
+		return;
+	}
+	c->left = v;
+	c->rs = R_COLUMNS;
+}
+
 static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t seq, uint64_t pos,
 			uint64_t len, uint32_t flags)
 {
 	struct my_pending *e = head(c);
-	uint64_t end = pos + 4 + len, v, affected;
+	uint64_t end = pos + 4 + len, affected;
 	struct my_pending orphan;
 	bool eof = n && p[0] == 0xfe && len < 9;
 	uint16_t st;
-	size_t off = 0;
 
 	if (!n)
 		return;
@@ -451,53 +507,7 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 	}
 	switch (c->rs) {
 	case R_FIRST:
-		c->more_results = false;
-		if (e->cmd == 0x09 || e->cmd == 0x0a) {
-			finish(c, e, end); /* STATISTICS: one string packet */
-			return;
-		}
-		if (p[0] == 0xff) {
-			err_packet(e, p, n);
-			finish(c, e, end);
-			return;
-		}
-		if (p[0] == 0x00 && e->cmd == 0x16 && n >= 9) {
-			/* COM_STMT_PREPARE OK: id, columns, params. */
-			uint32_t id = rd32le(p + 1);
-			struct my_stmt *s = &c->stmts[c->next_stmt++ % MY_STMTS];
-
-			s->used = true;
-			s->id = id;
-			memcpy(s->sql, e->sql, sizeof(s->sql));
-			snprintf(e->t.detail, sizeof(e->t.detail), "stmt=%u", id);
-			c->left = (uint64_t)rd16le(p + 5) + rd16le(p + 7);
-			if (!c->left) {
-				finish(c, e, end);
-				return;
-			}
-			c->rs = R_DEFS;
-			return;
-		}
-		if (p[0] == 0x00 || eof) {
-			st = status_flags(p, n, len, &affected);
-			if (p[0] == 0x00 && !e->t.detail[0])
-				snprintf(e->t.detail, sizeof(e->t.detail), "affected=%llu",
-					 (unsigned long long)affected);
-			if (st & SRV_MORE_RESULTS) {
-				c->more_results = true;
-				return;
-			}
-			finish(c, e, end);
-			return;
-		}
-		if (p[0] == 0xfb)
-			return; /* LOCAL INFILE: the client sends, then OK/ERR */
-		if (!lenenc(p, n, &off, &v) || !v) {
-			finish(c, e, end);
-			return;
-		}
-		c->left = v;
-		c->rs = R_COLUMNS;
+		resp_first(c, e, p, n, len, end, eof);
 		return;
 	case R_COLUMNS:
 		if (--c->left == 0)
