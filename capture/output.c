@@ -221,6 +221,17 @@ int cap_out_tick(struct cap_out *out, uint64_t now)
 	return 1;
 }
 
+void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns)
+{
+#ifdef REEL_HAVE_PIPELINE
+	if (out->pipe)
+		reel_pipeline__tick(out->pipe, complete_ns);
+#else
+	(void)out;
+	(void)complete_ns;
+#endif
+}
+
 void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st)
 {
 	reel_writer__stats(out->w, st);

@@ -27,7 +27,11 @@
  * poll waking: a quiet CPU's few samples otherwise wait below the watermark
  * for up to POLL_MS, and a reader merging by time holds everything recorded
  * meanwhile (at 80 MB/s, 8 MB per 100 ms). */
-#define SWEEP_MS	20
+#define SWEEP_MS 20
+/* A sample is stamped as the kernel writes it into its ring: microseconds
+ * before a reader can see it. --print takes everything stamped this much
+ * before a sweep began to be in hand. */
+#define LIVE_SLACK_NS	(20ull * 1000000ull)
 #define CLOCK_PERIOD_NS (60ull * 1000000000ull)
 #define STATS_PERIOD_NS (10ull * 1000000000ull)
 
@@ -298,7 +302,14 @@ static void capture_loop(struct cap_run *r)
 		uint64_t now = reel_now_mono_ns();
 		bool all = now - last_all >= SWEEP_MS * 1000000ull;
 
-		err = cap_drain_poll(r->d, POLL_MS, all);
+		err = cap_drain_poll(r->d, POLL_MS, false);
+		if (all && err >= 0) {
+			/* every ring read after `now`: all before it is in hand, less
+			 * a record in flight */
+			now = reel_now_mono_ns();
+			err = cap_drain_consume_all(r->d);
+			cap_out_live_tick(r->out, now - LIVE_SLACK_NS);
+		}
 		if (err < 0) {
 			fprintf(stderr, "reelcap: polling the rings failed: %s (%d)\n",
 				strerror(-err), -err);

@@ -81,6 +81,10 @@ int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts
 /* Periodic work: closes old blocks, rotates by size. Returns 1 when it
  * started a new file, else 0. */
 int cap_out_tick(struct cap_out *out, uint64_t now);
+/* --print: every record stamped before complete_ns has been appended (the
+ * drain read every ring since): the pipeline prints what it held for them
+ * and flushes stdout. */
+void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns);
 void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st);
 int cap_out_files(const struct cap_out *out);
 /* Finishes the pipeline and the file; fills *final (if not NULL) with the

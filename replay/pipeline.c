@@ -409,11 +409,11 @@ int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec)
 	return p->err;
 }
 
-int reel_pipeline__tick(struct reel_pipeline *p, uint64_t now_mono_ns)
+int reel_pipeline__tick(struct reel_pipeline *p, uint64_t complete_ns)
 {
 	struct reel_held *h;
 
-	while ((h = reel_reorder_pop_before(&p->ro, now_mono_ns))) {
+	while ((h = reel_reorder_pop_before(&p->ro, complete_ns))) {
 		process(p, &h->rec);
 		free(h);
 	}

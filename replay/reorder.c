@@ -106,9 +106,9 @@ struct reel_held *reel_reorder_pop(struct reel_reorder *r, bool all)
 	return NULL;
 }
 
-struct reel_held *reel_reorder_pop_before(struct reel_reorder *r, uint64_t now_ns)
+struct reel_held *reel_reorder_pop_before(struct reel_reorder *r, uint64_t complete_ns)
 {
-	if (!r->n || now_ns < r->window_ns || r->heap[0]->rec.ts_ns >= now_ns - r->window_ns)
+	if (!r->n || r->heap[0]->rec.ts_ns >= complete_ns)
 		return reel_reorder_pop(r, false);
 	return take(r);
 }

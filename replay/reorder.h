@@ -40,7 +40,8 @@ int reel_reorder_push(struct reel_reorder *r, const struct reel_record *rec);
 /* Next record due (when `all`, any held record); NULL if none. The caller
  * frees the result with free(). */
 struct reel_held *reel_reorder_pop(struct reel_reorder *r, bool all);
-/* Like pop but releases records older than now_ns - window (live ticks). */
-struct reel_held *reel_reorder_pop_before(struct reel_reorder *r, uint64_t now_ns);
+/* Like pop, and also releases every record stamped before complete_ns (live
+ * input: the caller has pushed all of them). */
+struct reel_held *reel_reorder_pop_before(struct reel_reorder *r, uint64_t complete_ns);
 
 #endif /* REEL_REORDER_H */

@@ -15,3 +15,14 @@ if(TARGET reelcap AND TARGET reelplay)
 	set_tests_properties(replay_live_print PROPERTIES SKIP_RETURN_CODE 77
 		LABELS "integration" TIMEOUT 120)
 endif()
+
+# reelcap --print shows a transaction within 1 s of its response while the
+# traced command still runs (the drain ticks the pipeline after every sweep).
+find_package(Python3 COMPONENTS Interpreter)
+if(TARGET reelcap AND Python3_Interpreter_FOUND)
+	add_test(NAME live_print_latency
+		COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/live_print_latency.py
+			$<TARGET_FILE:reelcap>)
+	set_tests_properties(live_print_latency PROPERTIES SKIP_RETURN_CODE 77
+		LABELS "integration;root" TIMEOUT 120)
+endif()

@@ -84,12 +84,14 @@ int reel_pipeline__set_header(struct reel_pipeline *p, uint32_t file_idx,
 int reel_pipeline__push(struct reel_pipeline *p, const struct reel_record *rec);
 
 /*
- * Live input: releases every held record older than now_mono_ns - window
- * (CLOCK_MONOTONIC, 0 = none) and flushes the print and JSON sinks, so quiet
- * periods do not keep lines back. Call it on each poll timeout. Returns 0 or
- * a sink error.
+ * Live input: every record stamped before complete_ns (CLOCK_MONOTONIC) has
+ * been pushed, as after a drain that read every ring (reelcap calls it after
+ * each such sweep). Processes the records held for them, whatever the window,
+ * and flushes the print and JSON sinks, so a quiet capture prints what
+ * happened at once instead of when the next records come. Returns 0 or a sink
+ * error.
  */
-int reel_pipeline__tick(struct reel_pipeline *p, uint64_t now_mono_ns);
+int reel_pipeline__tick(struct reel_pipeline *p, uint64_t complete_ns);
 
 /* Tells the pipeline that a reader reported a damaged block (so the summary
  * and JSON can account for it). */
