@@ -111,7 +111,7 @@ struct reel_cpu_count;
 struct reel_blkstat {
 	uint64_t ts_min, ts_max;
 	uint32_t records;
-	uint32_t type_counts[REEL_REC_MAX_KNOWN + 1];
+	uint32_t type_counts[REEL_INDEX_TYPES];
 	/* Per-CPU record counts: dense array for cpu < cpu_cap, plus the slots below. */
 	uint32_t *cpu_counts;
 	uint32_t cpu_cap;

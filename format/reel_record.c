@@ -7,9 +7,9 @@
 #include "format_internal.h"
 
 static const char *const type_names[REEL_REC_MAX_KNOWN + 1] = {
-	[REEL_REC_SAMPLE] = "SAMPLE", [REEL_REC_LOST] = "LOST",	  [REEL_REC_DROP] = "DROP",
-	[REEL_REC_PROC] = "PROC",     [REEL_REC_CLOCK] = "CLOCK", [REEL_REC_STATS] = "STATS",
-	[REEL_REC_NOTE] = "NOTE",
+	[REEL_REC_SAMPLE] = "SAMPLE", [REEL_REC_LOST] = "LOST",	    [REEL_REC_DROP] = "DROP",
+	[REEL_REC_PROC] = "PROC",     [REEL_REC_CLOCK] = "CLOCK",   [REEL_REC_STATS] = "STATS",
+	[REEL_REC_NOTE] = "NOTE",     [REEL_REC_TLSLIB] = "TLSLIB", [REEL_REC_TLSPROC] = "TLSPROC",
 };
 
 const char *reel_rec_type_name(uint16_t type)
@@ -129,7 +129,7 @@ static int grow_cpus(struct reel_blkstat *s, uint32_t cpu)
 int reel_blkstat_add(struct reel_blkstat *s, uint16_t type, uint32_t cpu, uint64_t ts)
 {
 	s->records++;
-	s->type_counts[type <= REEL_REC_MAX_KNOWN ? type : 0]++;
+	s->type_counts[type < REEL_INDEX_TYPES ? type : 0]++;
 	if (ts < s->ts_min)
 		s->ts_min = ts;
 	if (ts > s->ts_max)

@@ -51,7 +51,7 @@ struct idx_ent {
 	uint32_t comp, raw;
 	uint64_t ts_min, ts_max;
 	uint32_t records;
-	uint32_t types[REEL_REC_MAX_KNOWN + 1];
+	uint32_t types[REEL_INDEX_TYPES];
 	uint32_t ncpu;
 	size_t cpu_off; /* into cpu_pairs */
 };

@@ -96,7 +96,7 @@ static int count_cpu(struct info_acc *a, uint32_t cpu)
 static int account(struct info_acc *a, const struct reel_record *rec)
 {
 	a->records++;
-	a->by_type[rec->type <= REEL_REC_MAX_KNOWN ? rec->type : 0]++;
+	a->by_type[reel_rec_type_name(rec->type) ? rec->type : 0]++;
 	if (!a->have_ts || rec->ts_ns < a->ts_min)
 		a->ts_min = rec->ts_ns;
 	if (!a->have_ts || rec->ts_ns > a->ts_max)
@@ -203,8 +203,10 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 		printf("first record:    -\nlast record:     -\nduration:        0 s\n");
 	}
 	printf("records:         %llu\n", (unsigned long long)a->records);
+	/* types after NOTE only when present: old files read as before */
 	for (t = 1; t <= REEL_REC_MAX_KNOWN; t++)
-		printf("  %-14s %llu\n", type_name(t), (unsigned long long)a->by_type[t]);
+		if (reel_rec_type_name((uint16_t)t) && (t <= REEL_REC_NOTE || a->by_type[t]))
+			printf("  %-14s %llu\n", type_name(t), (unsigned long long)a->by_type[t]);
 	if (a->by_type[0])
 		printf("  %-14s %llu\n", "unknown", (unsigned long long)a->by_type[0]);
 	printf("records per CPU:\n");
@@ -293,7 +295,8 @@ static void print_json(const char *path, const struct reel_header *h, const stru
 	json_u64("records", a->records, true);
 	printf("\"records_by_type\":{");
 	for (t = 1; t <= REEL_REC_MAX_KNOWN; t++)
-		json_u64(type_name(t), a->by_type[t], true);
+		if (reel_rec_type_name((uint16_t)t) && (t <= REEL_REC_NOTE || a->by_type[t]))
+			json_u64(type_name(t), a->by_type[t], true);
 	json_u64("unknown", a->by_type[0], false);
 	printf("},\"records_by_cpu\":{");
 	for (i = 0; i < a->ncpus; i++) {

@@ -35,7 +35,7 @@ struct seen_block {
 	bool seen;
 	uint32_t records;
 	uint64_t ts_min, ts_max;
-	uint32_t types[REEL_REC_MAX_KNOWN + 1];
+	uint32_t types[REEL_INDEX_TYPES];
 };
 
 struct vctx {
@@ -130,7 +130,7 @@ static void check_index(struct vctx *v, struct reel_reader *ir, const struct ree
 			       "footer index: block %d at offset %" PRIu64 ": time %" PRIu64
 			       "..%" PRIu64 ", scan %" PRIu64 "..%" PRIu64,
 			       i, a->offset, a->ts_min, a->ts_max, seen[i].ts_min, seen[i].ts_max);
-		for (t = 0; t <= REEL_REC_MAX_KNOWN; t++) {
+		for (t = 0; t < REEL_INDEX_TYPES; t++) {
 			if (a->type_counts[t] != seen[i].types[t]) {
 				const char *name = t ? reel_rec_type_name((uint16_t)t) : NULL;
 
@@ -182,7 +182,7 @@ static int verify_one(const char *path, bool quiet)
 			s->ts_max = rec.ts_ns;
 		s->seen = true;
 		s->records++;
-		s->types[rec.type <= REEL_REC_MAX_KNOWN ? rec.type : 0]++;
+		s->types[rec.type < REEL_INDEX_TYPES ? rec.type : 0]++;
 	}
 	reel_reader__stats(r, &st);
 	if (st.trailing_bytes && !damaged)

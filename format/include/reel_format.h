@@ -82,8 +82,18 @@ enum reel_rec_type {
 	REEL_REC_CLOCK = 5,  /* struct reel_clock */
 	REEL_REC_STATS = 6,  /* array of struct reel_cpu_stats */
 	REEL_REC_NOTE = 7,   /* UTF-8 text, not NUL-terminated */
-	REEL_REC_MAX_KNOWN = 7,
+	/* 8..13: reserved for types being added */
+	/* a TLS library or runtime found: struct reel_tlslib + strings */
+	REEL_REC_TLSLIB = 14,
+	/* the TLS objects of one process: struct reel_tlsproc + refs */
+	REEL_REC_TLSPROC = 15,
+	/* readers yield types up to this one (and skip the others) */
+	REEL_REC_MAX_KNOWN = 15,
 };
+
+/* The block index counts types 1..7 one by one and every other type in
+ * [0] (its on-disk layout, FORMAT.md section 5, predates later types). */
+#define REEL_INDEX_TYPES 8
 
 /* Record flags (reel_rec_hdr.flags). */
 #define REEL_RECF_NONE 0
@@ -144,6 +154,60 @@ struct reel_proc {
 	/* char exe[exe_len]; char cmdline[cmdline_len]; char cgroup[cgroup_len]; */
 };
 #define REEL_PROCF_AT_START 1 /* process existed when the capture started */
+
+/* What a TLS object is (reel_tlslib.kind). */
+enum reel_tls_kind {
+	REEL_TLS_NONE = 0,
+	REEL_TLS_OPENSSL = 1,	/* SSL_read/SSL_write exported (libssl, static, embedded) */
+	REEL_TLS_BORINGSSL = 2, /* the same API; BoringSSL's libcrypto or markers */
+	REEL_TLS_GNUTLS = 3,	/* gnutls_record_send/gnutls_record_recv */
+	REEL_TLS_GO = 4,	/* Go crypto/tls, (*Conn).Write/Read found in .gopclntab */
+};
+
+/* What became of its hooks (reel_tlslib.status). */
+enum reel_tls_status {
+	REEL_TLSS_ATTACHED = 1,	   /* every uprobe attached: plaintext is captured */
+	REEL_TLSS_DISABLED = 2,	   /* --no-tls: found, not hooked */
+	REEL_TLSS_FAILED = 3,	   /* attaching failed (err, note) */
+	REEL_TLSS_UNSUPPORTED = 4, /* found, but no hook exists for it (note says why) */
+};
+
+/* TLSLIB payload: one TLS object (library or executable), once per file for
+ * each inode, then strings path, version, note back to back (no NULs). */
+struct reel_tlslib {
+	uint64_t dev;	 /* st_dev of the file (Linux encoding, as stat() gives it) */
+	uint64_t ino;	 /* its inode: (dev, ino) names the object in TLSPROC refs */
+	uint32_t kind;	 /* enum reel_tls_kind */
+	uint32_t status; /* enum reel_tls_status */
+	int32_t err;	 /* negative errno when status is FAILED or UNSUPPORTED, else 0 */
+	uint32_t nhooks; /* uprobes attached on it */
+	uint32_t path_len;
+	uint32_t version_len; /* "OpenSSL 3.0.19 27 Jan 2026", "go1.19.8", ... or empty */
+	uint32_t note_len;    /* functions found, or why not hooked */
+	uint32_t reserved;
+	/* char path[path_len]; char version[version_len]; char note[note_len]; */
+};
+
+/* One reference from a TLSPROC record to a TLSLIB record. */
+struct reel_tlsref {
+	uint64_t dev;
+	uint64_t ino;
+};
+
+/* TLSPROC payload: the TLS objects a process in scope maps, as found when
+ * the capture started or after an exec; nrefs 0 = none found. A later
+ * TLSPROC of the same pid replaces the earlier one. */
+struct reel_tlsproc {
+	uint32_t pid;
+	uint32_t flags; /* REEL_TLSPF_* */
+	int32_t err;	/* negative errno when the process's mappings could not be read */
+	uint32_t nrefs;
+	/* struct reel_tlsref refs[nrefs]; */
+};
+#define REEL_TLSPF_AT_START 1 /* scanned when the capture started */
+#define REEL_TLSPF_EXEC	    2 /* scanned after an exec during the capture */
+#define REEL_TLSPF_RESCAN   4 /* scanned again (libraries loaded later) */
+#define REEL_TLSPF_NO_MAPS  8 /* gone before its mappings were read: refs from its program */
 
 /* CLOCK payload: a CLOCK_MONOTONIC / CLOCK_REALTIME pair read back to back. */
 struct reel_clock {
@@ -432,7 +496,7 @@ struct reel_block_info {
 	uint32_t raw_size;	 /* decompressed size */
 	uint64_t ts_min, ts_max; /* over records with a timestamp (ts_min > ts_max if none) */
 	uint32_t records;
-	uint32_t type_counts[REEL_REC_MAX_KNOWN + 1]; /* [0] = unknown types */
+	uint32_t type_counts[REEL_INDEX_TYPES]; /* [0] = other types (unknown, or 8 and above) */
 };
 
 struct reel_reader;
@@ -553,6 +617,31 @@ int reel_proc_encode(void *buf, size_t cap, const struct reel_proc *fixed, const
 /* Parses a PROC payload; the pointers point into `data`. Returns 0 or -EBADMSG. */
 int reel_proc_decode(const void *data, uint32_t len, struct reel_proc *fixed, const char **exe,
 		     const char **cmdline, const char **cgroup);
+
+/* TLSLIB payload (format/reel_tlsrec.c): the fixed part then path, version
+ * and note (NULL = empty). Returns the length, -ENOSPC (cap too small) or
+ * -E2BIG. */
+int reel_tlslib_encode(void *buf, size_t cap, const struct reel_tlslib *fixed, const char *path,
+		       const char *version, const char *note);
+
+/* Parses a TLSLIB payload; the strings point into `data` and are NOT
+ * NUL-terminated (use the *_len fields). Returns 0 or -EBADMSG. */
+int reel_tlslib_decode(const void *data, uint32_t len, struct reel_tlslib *fixed, const char **path,
+		       const char **version, const char **note);
+
+/* TLSPROC payload with n refs: the length or -ENOSPC. */
+int reel_tlsproc_encode(void *buf, size_t cap, const struct reel_tlsproc *fixed,
+			const struct reel_tlsref *refs, uint32_t n);
+
+/* Parses a TLSPROC payload; *refs points into `data` (may be unaligned: copy
+ * each with memcpy). Returns 0 or -EBADMSG. */
+int reel_tlsproc_decode(const void *data, uint32_t len, struct reel_tlsproc *fixed,
+			const void **refs);
+
+/* "OpenSSL", "BoringSSL", "GnuTLS", "Go crypto/tls" or "?"; "attached",
+ * "disabled", "failed", "unsupported" or "?". */
+const char *reel_tls_kind_name(uint32_t kind);
+const char *reel_tls_status_name(uint32_t status);
 
 /* Name of a record type ("SAMPLE", ...), or NULL if unknown. */
 const char *reel_rec_type_name(uint16_t type);

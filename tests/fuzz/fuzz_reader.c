@@ -39,6 +39,24 @@ static void consume(const struct reel_record *rec)
 		if (!reel_proc_decode(rec->data, rec->len, &f, &exe, &cmd, &cg) && f.exe_len)
 			sink += (uint8_t)exe[f.exe_len - 1];
 	}
+	if (rec->type == REEL_REC_TLSLIB) {
+		struct reel_tlslib t;
+		const char *path, *version, *note;
+
+		if (!reel_tlslib_decode(rec->data, rec->len, &t, &path, &version, &note) &&
+		    t.note_len)
+			sink += (uint8_t)note[t.note_len - 1] + (uint8_t)path[0];
+	}
+	if (rec->type == REEL_REC_TLSPROC) {
+		struct reel_tlsproc t;
+		struct reel_tlsref ref;
+		const void *refs;
+
+		if (!reel_tlsproc_decode(rec->data, rec->len, &t, &refs) && t.nrefs) {
+			memcpy(&ref, (const uint8_t *)refs + (t.nrefs - 1) * sizeof(ref), sizeof(ref));
+			sink += ref.ino;
+		}
+	}
 }
 
 static void run(const uint8_t *data, size_t size, bool no_index, bool keep_unknown)
