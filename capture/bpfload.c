@@ -52,10 +52,10 @@ int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool p
 		((uint16_t *)ro->ports)[i] = htons(o->ports[i]);
 	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1))
 		return -EINVAL;
-	if (!cap_tls_library(o))
+	if (o->no_tls)
 		cap_tls_noload(skel);
 	if (bpf_map__set_max_entries(skel->maps.tls_scratch,
-				     cap_tls_library(o) ? libbpf_num_possible_cpus() : 1))
+				     o->no_tls ? 1 : libbpf_num_possible_cpus()))
 		return -EINVAL;
 	return bpf_map__set_max_entries(skel->maps.scratch, libbpf_num_possible_cpus());
 }

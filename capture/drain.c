@@ -25,6 +25,8 @@ struct cap_drain {
 	struct cap_out *out;
 	uint64_t count; /* stop after this many samples (0 = no limit) */
 	uint64_t samples;
+	cap_drain_sample_fn hook; /* sees every sample written (TLS discovery: exec/exit) */
+	void *hook_ctx;
 	int n;
 	int cpus[1024];
 	struct cap_drain_cpu c[1024];
@@ -108,6 +110,8 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 				     0);
 		if (err)
 			c->dropped++;
+		if (d->hook)
+			d->hook(d->hook_ctx, s->data, size);
 	} else if (e->type == PERF_RECORD_LOST) {
 		const struct lost_rec *l = (const void *)e;
 		struct reel_lost rl;
@@ -178,6 +182,12 @@ struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out 
 			ioctl(d->c[i].fd, PERF_EVENT_IOC_ID, &d->c[i].id);
 	}
 	return d;
+}
+
+void cap_drain_set_sample_hook(struct cap_drain *d, cap_drain_sample_fn fn, void *ctx)
+{
+	d->hook = fn;
+	d->hook_ctx = ctx;
 }
 
 void cap_drain_set_out(struct cap_drain *d, struct cap_out *out)

@@ -49,15 +49,15 @@ static void usage(FILE *f)
 		"      --flush-ms MS      close a block at this age (default 1000)\n"
 		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
 		"      --print            also print events live through the replay pipeline\n"
-		"      --no-tls           no TLS plaintext capture (uprobes on libssl)\n"
-		"      --libssl PATH      the TLS library to probe (default %s,\n"
-		"                         when it exists): SSL_read/SSL_write and the _ex "
-		"variants\n"
+		"      --no-tls           no TLS plaintext (TLS libraries are found and reported,\n"
+		"                         not hooked)\n"
+		"      --libssl PATH      also examine this TLS library or program at start (the\n"
+		"                         system's libssl/libgnutls, the processes in scope and\n"
+		"                         the programs they exec are examined anyway)\n"
 		"  -q, --quiet            no informational messages\n"
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
-		"  -V, --version          version\n",
-		CAP_LIBSSL_DEFAULT);
+		"  -V, --version          version\n");
 }
 
 static int usage_error(const char *fmt, ...)

@@ -251,6 +251,17 @@ static bool in_scope(const struct cap_proc_entry *e, const struct cap_opts *o, c
 	return true;
 }
 
+int cap_procscan_in_scope(const struct cap_procscan *ps, const struct cap_opts *o,
+			  const uint32_t *pids, int npids, uint32_t *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < ps->n && n < max; i++)
+		if (in_scope(&ps->v[i], o, pids, npids))
+			out[n++] = ps->v[i].pid;
+	return n;
+}
+
 int cap_procscan_write(const struct cap_procscan *ps, const struct cap_opts *o,
 		       const uint32_t *pids, int npids, struct cap_out *out)
 {

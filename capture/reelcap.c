@@ -49,6 +49,7 @@ struct cap_run {
 	struct cap_procscan ps;
 	struct cap_drain *d;
 	struct cap_out *out;
+	struct cap_tls *tls;
 	uint32_t pids[CAP_MAX_PIDS];
 	int npids, out_fd, go_fd;
 	pid_t child;
@@ -192,7 +193,7 @@ static int setup_targets(struct cap_run *r)
 	return 0;
 }
 
-/* open -> rodata -> load -> seed pids -> rings -> attach -> TLS probes. */
+/* open -> rodata -> load -> seed pids -> rings -> attach. */
 static int setup_bpf(struct cap_run *r)
 {
 	const struct cap_opts *o = r->o;
@@ -236,8 +237,6 @@ static int setup_bpf(struct cap_run *r)
 			strerror(-err), -err);
 		return -1;
 	}
-	if (cap_tls_library(o))
-		cap_tls_attach(r->skel, cap_tls_library(o));
 	return 0;
 }
 
@@ -252,6 +251,8 @@ static int setup_output(struct cap_run *r)
 
 	/* after attach, so a process started meanwhile is seen by exec/fork events */
 	cap_procscan_read(&r->ps);
+	/* TLS discovery, on a thread that keeps the privileges it needs */
+	r->tls = cap_tls_start(r->skel, o, &r->ps, r->pids, r->npids, r->child);
 
 	/* Nothing below needs privileges except creating rotated files. */
 	if (o->file_size)
@@ -268,10 +269,13 @@ static int setup_output(struct cap_run *r)
 	if (!r->out)
 		return -1;
 	cap_drain_set_out(r->d, r->out);
+	if (r->tls)
+		cap_drain_set_sample_hook(r->d, cap_tls_sample, r->tls);
 
 	write_clock(r->out);
 	cap_procscan_write(&r->ps, o, r->npids ? r->pids : NULL, r->npids, r->out);
 	cap_procscan_free(&r->ps);
+	cap_tls_flush(r->tls, r->out);
 
 	if (r->child) {
 		if (write(r->go_fd, "g", 1) != 1) {
@@ -325,7 +329,9 @@ static void capture_loop(struct cap_run *r)
 			write_clock(r->out);
 			last_clock = now;
 			write_procs(r);
+			cap_tls_rotated(r->tls);
 		}
+		cap_tls_flush(r->tls, r->out);
 		if (now - last_clock >= CLOCK_PERIOD_NS) {
 			write_clock(r->out);
 			last_clock = now;
@@ -370,8 +376,10 @@ static int finish(struct cap_run *r)
 	}
 	/* detach first: what the programs emit until they are gone is drained
 	 * into the file too (and counted) */
+	cap_tls_detach(r->tls);
 	cap_bpf_detach(r->skel);
 	cap_drain_consume_all(r->d);
+	cap_tls_finish(r->tls, r->out, o->quiet);
 	cap_drain_reconcile_lost(r->d);
 	cap_drain_write_stats(r->d);
 	cap_bpf_kstats(r->skel, ks, CAP_KSTATS);
@@ -413,6 +421,7 @@ static int finish(struct cap_run *r)
 /* Undoes what setup did, in reverse; on a failed setup removes the file. */
 static void teardown(struct cap_run *r)
 {
+	cap_tls_free(r->tls);
 	cap_bpf_detach(r->skel);
 	cap_drain_free(r->d);
 	reel_trace__destroy(r->skel);

@@ -23,7 +23,6 @@
 #define CAP_RING_TOTAL_DEF (64u << 20)
 #define CAP_RING_MIN_DEF   (1u << 20)
 #define CAP_RING_MAX_DEF   (8u << 20)
-#define CAP_LIBSSL_DEFAULT "/usr/lib/x86_64-linux-gnu/libssl.so.3"
 
 struct reel_trace; /* the BPF skeleton (reel_trace.skel.h) */
 
@@ -50,8 +49,8 @@ struct cap_opts {
 	bool quiet;
 	bool verbose;
 	bool print;
-	bool no_tls;	    /* --no-tls: no TLS library uprobes */
-	const char *libssl; /* --libssl PATH (NULL: the default, if it exists) */
+	bool no_tls;	    /* --no-tls: TLS objects found and reported, not hooked */
+	const char *libssl; /* --libssl PATH: also examine this object at start */
 	char **cmd;	    /* -- COMMAND [ARGS] (NULL if none) */
 	int argc;
 	char **argv;
@@ -121,6 +120,9 @@ void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acc
 /* Rings whose emitted and consumed counts differ after the final drain (the
  * accounting drifted); with `print`, their figures on stderr. */
 int cap_drain_acct_check(const struct cap_drain *d, bool print);
+/* fn(ctx, raw sample bytes, size) for every sample, after it was written. */
+typedef void (*cap_drain_sample_fn)(void *ctx, const void *data, uint32_t size);
+void cap_drain_set_sample_hook(struct cap_drain *d, cap_drain_sample_fn fn, void *ctx);
 /* Waits up to timeout_ms for a watermark wakeup and consumes what woke; with
  * `all`, consumes every ring (quiet CPUs never reach the watermark). */
 int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all);
@@ -153,6 +155,10 @@ struct cap_procscan {
 /* Reads /proc: every process, with pid, ppid, start time, comm, exe,
  * cmdline, cgroup. */
 int cap_procscan_read(struct cap_procscan *ps);
+/* The pids of the processes in scope of the options (as cap_procscan_write
+ * decides), at most max. Returns how many. */
+int cap_procscan_in_scope(const struct cap_procscan *ps, const struct cap_opts *o,
+			  const uint32_t *pids, int npids, uint32_t *out, int max);
 /* Adds to pids[] every descendant of the pids already in it (by ppid). */
 int cap_procscan_descendants(const struct cap_procscan *ps, uint32_t *pids, int *npids, int max);
 /* Writes a PROC record for each process in scope of the options; pids NULL
@@ -192,18 +198,35 @@ void cap_bpf_kstats(struct reel_trace *skel, uint64_t *out, int n);
 void cap_bpf_detach(struct reel_trace *skel);
 
 /* ------------------------------------------------------------------ */
-/* tlsprobe.c: TLS plaintext uprobes                                  */
+/* tlsprobe.c: TLS plaintext (discovery, uprobes, the report)       */
 
-/* The TLS library to probe: --libssl, else the default when it exists;
- * NULL for none (--no-tls, or no library). */
-const char *cap_tls_library(const struct cap_opts *o);
-/* Before load: the TLS programs are not loaded (no library to probe). */
+struct cap_tls;
+
+/* Before load, with --no-tls: the TLS programs are not loaded. */
 void cap_tls_noload(struct reel_trace *skel);
-/* Attaches the uprobes to every process that maps `lib` (the programs apply
- * the filters), all or none: a failure is a warning, the capture goes on
- * without plaintext. The syscall programs look for TLS calls only once
- * tls_live is set. */
-void cap_tls_attach(struct reel_trace *skel, const char *lib);
+/* After the programs are attached and before capabilities are dropped:
+ * examines and hooks the system's TLS libraries, --libssl, the command's
+ * program and the processes in scope, then starts the discovery thread
+ * (which keeps the capabilities it needs). child: the held command (0 if
+ * none). NULL on ENOMEM. */
+struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
+			      const struct cap_procscan *ps, const uint32_t *pids, int npids,
+			      pid_t child);
+/* A cap_drain_sample_fn (ctx: the cap_tls): PROC_EXEC and PROC_EXIT go to
+ * the discovery thread. */
+void cap_tls_sample(void *ctx, const void *data, uint32_t size);
+/* Writes the report records found so far (main thread, each poll cycle). */
+void cap_tls_flush(struct cap_tls *t, struct cap_out *out);
+/* A new file began: the report is written into it again. */
+void cap_tls_rotated(struct cap_tls *t);
+/* Detaches the TLS uprobes (before the last drain, with the programs):
+ * objects found after this are reported, not hooked. */
+void cap_tls_detach(struct cap_tls *t);
+/* Stops discovery (after the execs already seen are examined), writes its
+ * last records, prints the TLS summary line. */
+void cap_tls_finish(struct cap_tls *t, struct cap_out *out, bool quiet);
+/* Detaches every TLS uprobe and frees. NULL is fine. */
+void cap_tls_free(struct cap_tls *t);
 
 /* ------------------------------------------------------------------ */
 /* caps.c                                                              */

@@ -1,90 +1,184 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The TLS plaintext probes: uprobes and uretprobes on libssl's SSL_read and
- * SSL_write (and the _ex variants), all attached or none.
+ * reelcap's TLS plaintext: what is examined when the capture starts, and how
+ * exec/exit events reach the discovery thread (tlsd.c), which hooks what it
+ * finds (tlsattach.c) and reports it (TLSLIB/TLSPROC records).
+ *
+ * At start, in this order (all before the command is released):
+ *   1. the TLS libraries installed in ld.so's directories (libssl.so.*,
+ *      libgnutls.so.*): hooked by inode, so a process that loads one later
+ *      (dlopen: python's ssl module) is covered from its first call;
+ *   2. --libssl PATH, when given;
+ *   3. the command's program and the libraries it needs (found as ld.so
+ *      would): hooked before it runs;
+ *   4. every process in scope, from /proc/PID/maps.
+ * During the capture, every PROC_EXEC in scope sends the process to the
+ * discovery thread (tlsd.c), PROC_EXIT forgets it.
  */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
 #include "reelcap.h"
+#include "reel_abi.h"
 #include "reel_ring.h"
+#include "tlsattach.h"
+#include "tlsd.h"
 #include "reel_trace.skel.h"
 
-/* The TLS uprobes: entry and return of each function, with the skeleton's
- * link slot for each (destroyed with the others). */
-struct tls_probe {
-	const char *func;
-	struct bpf_program *prog;
-	struct bpf_link **link;
-	bool ret;
+struct cap_tls {
+	struct cap_tlsattach *att;
+	struct cap_tlsd *d;
+	uint32_t self;
 };
 
-#define TLS_PROBES 8
-
-static void tls_probes(struct reel_trace *skel, struct tls_probe *v)
+/* cmd as execvp would find it: with a '/', as is; else along PATH. */
+static int find_program(const char *cmd, char *out, size_t outlen)
 {
-	const struct tls_probe t[TLS_PROBES] = {
-		{"SSL_write", skel->progs.ssl_write_enter, &skel->links.ssl_write_enter, false},
-		{"SSL_write", skel->progs.ssl_write_exit, &skel->links.ssl_write_exit, true},
-		{"SSL_write_ex", skel->progs.ssl_write_ex_enter, &skel->links.ssl_write_ex_enter,
-		 false},
-		{"SSL_write_ex", skel->progs.ssl_write_ex_exit, &skel->links.ssl_write_ex_exit,
-		 true},
-		{"SSL_read", skel->progs.ssl_read_enter, &skel->links.ssl_read_enter, false},
-		{"SSL_read", skel->progs.ssl_read_exit, &skel->links.ssl_read_exit, true},
-		{"SSL_read_ex", skel->progs.ssl_read_ex_enter, &skel->links.ssl_read_ex_enter,
-		 false},
-		{"SSL_read_ex", skel->progs.ssl_read_ex_exit, &skel->links.ssl_read_ex_exit, true},
-	};
+	const char *path = getenv("PATH"), *p;
 
-	memcpy(v, t, sizeof(t));
+	if (strchr(cmd, '/'))
+		return snprintf(out, outlen, "%s", cmd) < (int)outlen ? 0 : -ENAMETOOLONG;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p;) {
+		size_t n = strcspn(p, ":");
+
+		if (n && snprintf(out, outlen, "%.*s/%s", (int)n, p, cmd) < (int)outlen &&
+		    !access(out, X_OK))
+			return 0;
+		p += n;
+		if (*p)
+			p++;
+	}
+	return -ENOENT;
 }
 
-const char *cap_tls_library(const struct cap_opts *o)
+struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
+			      const struct cap_procscan *ps, const uint32_t *pids, int npids,
+			      pid_t child)
 {
-	if (o->no_tls)
+	struct cap_tls *t = calloc(1, sizeof(*t));
+	struct tlsdisc *disc;
+	uint32_t *scope;
+	char prog[4096];
+	int n, err;
+
+	if (!t)
 		return NULL;
-	if (o->libssl)
-		return o->libssl;
-	return access(CAP_LIBSSL_DEFAULT, R_OK) == 0 ? CAP_LIBSSL_DEFAULT : NULL;
+	t->self = getpid();
+	if (!o->no_tls)
+		t->att = cap_tlsattach_new(skel);
+	t->d = cap_tlsd_new(o->no_tls, t->att ? cap_tlsattach_object : NULL, t->att);
+	if (!t->d) {
+		cap_tls_free(t);
+		return NULL;
+	}
+	disc = cap_tlsd_disc(t->d);
+	tlsdisc_scan_system(disc);
+	if (o->libssl) {
+		err = tlsdisc_scan_file(disc, o->libssl);
+		if (err <= 0 && !o->quiet)
+			fprintf(stderr, "reelcap: warning: --libssl %s: %s\n", o->libssl,
+				err ? strerror(-err) : "no TLS functions found in it");
+	}
+	if (o->cmd && !find_program(o->cmd[0], prog, sizeof(prog)))
+		tlsdisc_scan_program(disc, 0, "", prog, getenv("LD_LIBRARY_PATH"));
+	scope = malloc(sizeof(*scope) * (ps->n + 1));
+	n = scope ? cap_procscan_in_scope(ps, o, npids ? pids : NULL, npids, scope, ps->n) : 0;
+	for (int i = 0; i < n; i++)
+		if (scope[i] != (uint32_t)child) /* still reelcap's fork: scanned at its exec */
+			tlsdisc_scan_pid(disc, scope[i], REEL_TLSPF_AT_START);
+	free(scope);
+	err = cap_tlsd_run(t->d);
+	if (err && !o->quiet)
+		fprintf(stderr,
+			"reelcap: warning: no TLS discovery after start (thread: %s); "
+			"programs exec'd later are not hooked\n",
+			strerror(-err));
+	return t;
+}
+
+void cap_tls_sample(void *ctx, const void *data, uint32_t size)
+{
+	struct cap_tls *t = ctx;
+	struct reel_ev_hdr h;
+
+	if (size < sizeof(h))
+		return;
+	memcpy(&h, data, sizeof(h));
+	if (h.tgid == t->self)
+		return;
+	if (h.kind == REEL_EV_PROC_EXEC && size >= sizeof(struct reel_ev_proc_exec)) {
+		/* the raw sample is 4-byte aligned: copy, no struct access */
+		char file[REEL_FILENAME_LEN + 1];
+
+		memcpy(file, (const char *)data + offsetof(struct reel_ev_proc_exec, filename),
+		       REEL_FILENAME_LEN);
+		file[REEL_FILENAME_LEN] = 0;
+		cap_tlsd_exec(t->d, h.tgid, file);
+	} else if (h.kind == REEL_EV_PROC_EXIT)
+		cap_tlsd_exit(t->d, h.tgid);
+}
+
+void cap_tls_flush(struct cap_tls *t, struct cap_out *out)
+{
+	if (t)
+		cap_tlsd_flush(t->d, out);
+}
+
+void cap_tls_rotated(struct cap_tls *t)
+{
+	if (t)
+		cap_tlsd_rotated(t->d);
+}
+
+void cap_tls_detach(struct cap_tls *t)
+{
+	if (t)
+		cap_tlsattach_detach(t->att);
+}
+
+void cap_tls_finish(struct cap_tls *t, struct cap_out *out, bool quiet)
+{
+	struct tlsdisc_stats st;
+
+	if (!t)
+		return;
+	cap_tlsd_stop(t->d);
+	cap_tlsd_flush(t->d, out);
+	tlsdisc_stats(cap_tlsd_disc(t->d), &st);
+	if (!quiet)
+		fprintf(stderr,
+			"reelcap: TLS: %llu objects examined, %llu with TLS, %llu hooked "
+			"(%llu uprobes)%s\n",
+			(unsigned long long)st.objects, (unsigned long long)st.tls,
+			(unsigned long long)st.attached, (unsigned long long)st.hooks,
+			t->att ? "" : "; --no-tls: none attached");
 }
 
 void cap_tls_noload(struct reel_trace *skel)
 {
-	struct tls_probe v[TLS_PROBES];
+	struct bpf_program *p[] = {
+		skel->progs.ssl_write_enter,	skel->progs.ssl_write_exit,
+		skel->progs.ssl_write_ex_enter, skel->progs.ssl_write_ex_exit,
+		skel->progs.ssl_read_enter,	skel->progs.ssl_read_exit,
+		skel->progs.ssl_read_ex_enter,	skel->progs.ssl_read_ex_exit,
+	};
 
-	tls_probes(skel, v);
-	for (int i = 0; i < TLS_PROBES; i++)
-		bpf_program__set_autoload(v[i].prog, false);
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+		bpf_program__set_autoload(p[i], false);
 }
 
-void cap_tls_attach(struct reel_trace *skel, const char *lib)
+void cap_tls_free(struct cap_tls *t)
 {
-	struct tls_probe v[TLS_PROBES];
-	int i, err = 0;
-
-	tls_probes(skel, v);
-	for (i = 0; i < TLS_PROBES; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = v[i].func, .retprobe = v[i].ret);
-
-		*v[i].link = bpf_program__attach_uprobe_opts(v[i].prog, -1, lib, 0, &uo);
-		if (!*v[i].link) {
-			err = -errno;
-			break;
-		}
-	}
-	if (err) {
-		fprintf(stderr,
-			"reelcap: warning: no TLS plaintext capture: attaching a %s to %s in %s "
-			"failed: %s (%d)\n",
-			v[i].ret ? "uretprobe" : "uprobe", v[i].func, lib, strerror(-err), -err);
-		for (i = 0; i < TLS_PROBES; i++) {
-			bpf_link__destroy(*v[i].link);
-			*v[i].link = NULL;
-		}
+	if (!t)
 		return;
-	}
-	skel->bss->tls_live = 1;
+	cap_tlsd_free(t->d);
+	cap_tlsattach_free(t->att);
+	free(t);
 }

@@ -6,13 +6,13 @@
 set -euo pipefail
 
 want=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
-	libzstd-dev zstd libpcap-dev libnghttp2-dev libcmocka-dev)
+	libcapstone-dev libzstd-dev zstd libpcap-dev libnghttp2-dev libcmocka-dev)
 case "${1:-build}" in
 build) ;;
 demo) want+=(curl python3 tshark) ;;
 test) want+=(curl python3 tshark nginx-light redis-server redis-tools postgresql dnsmasq
 	bind9-dnsutils openssl wrk tcpdump linux-perf valgrind nodejs libclang-rt-14-dev
-	iproute2 util-linux) ;;
+	iproute2 util-linux golang-go gnutls-bin android-libboringssl-dev libssl-dev) ;;
 *) echo "usage: $0 [build|demo|test]" >&2; exit 2 ;;
 esac
 

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * reelcap's TLS discovery thread (tlsd.c): tlsdisc for processes that exec
+ * during the capture, with the report records handed to the main thread.
+ */
+#ifndef REEL_TLSD_H
+#define REEL_TLSD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tlsdisc.h"
+
+struct cap_out;
+struct cap_tlsd;
+
+/* A discovery whose records queue up for cap_tlsd_flush. disabled: report,
+ * attach nothing (--no-tls). NULL on ENOMEM. */
+struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *attach_ctx);
+
+/* The discovery itself, for the synchronous scans at start: only before
+ * cap_tlsd_run or after cap_tlsd_stop. */
+struct tlsdisc *cap_tlsd_disc(struct cap_tlsd *t);
+
+/* Starts the thread (before the main thread drops its capabilities, which
+ * the thread keeps). 0 or -errno. */
+int cap_tlsd_run(struct cap_tlsd *t);
+
+/* From the main thread: a process in scope exec'd `file` (scan now, and again a
+ * second later for libraries it loads meanwhile), exited, or the output
+ * rotated (every record again, for the new file). */
+void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *file);
+void cap_tlsd_exit(struct cap_tlsd *t, uint32_t pid);
+void cap_tlsd_rotated(struct cap_tlsd *t);
+
+/* Main thread: appends the records produced so far to out (NULL: discards
+ * them). Returns how many. */
+int cap_tlsd_flush(struct cap_tlsd *t, struct cap_out *out);
+
+/* Stops the thread after the execs, exits and rotations already queued
+ * (rescans are dropped); cap_tlsd_disc is usable again. */
+void cap_tlsd_stop(struct cap_tlsd *t);
+void cap_tlsd_free(struct cap_tlsd *t);
+
+#endif /* REEL_TLSD_H */

@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TLS discovery (contract in tlsdisc.h): an object table keyed by inode
+ * (each object is examined and hooked once), the processes' last reports,
+ * and the three ways objects are found (maps, program closure, files).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+#include "ldpath.h"
+#include "tlsdisc.h"
+
+#define MAPS_MAX      (16u << 20) /* /proc/PID/maps bytes read at most */
+#define PROC_OBJS_MAX 32	  /* TLS objects remembered per process */
+#define CLOSURE_MAX   128	  /* objects walked per program */
+
+struct tobj {
+	uint64_t dev, ino; /* ino 0: free slot */
+	uint32_t kind, status;
+	int32_t err;
+	uint32_t nhooks;
+	char *path, *version, *note; /* TLS objects only */
+};
+
+struct tproc {
+	uint32_t pid, flags;
+	int32_t err;
+	uint32_t nrefs;
+	struct reel_tlsref refs[PROC_OBJS_MAX];
+};
+
+struct tlsdisc {
+	struct tlsdisc_opts o;
+	struct tobj *objs; /* open addressing, cap a power of 2 */
+	size_t cap, nobj;
+	struct tproc *procs;
+	size_t nproc, proc_cap;
+	struct tlsdisc_stats st;
+};
+
+/* One executable file mapping of a process. */
+struct mapping {
+	uint64_t start, end, dev, ino;
+	const char *path; /* into the maps buffer */
+};
+
+static uint64_t hash_key(uint64_t dev, uint64_t ino)
+{
+	uint64_t h = (dev * 0x9e3779b97f4a7c15ull) ^ ino;
+
+	return h ^ (h >> 29);
+}
+
+static struct tobj *obj_find(const struct tlsdisc *d, uint64_t dev, uint64_t ino)
+{
+	for (size_t i = hash_key(dev, ino) & (d->cap - 1);; i = (i + 1) & (d->cap - 1)) {
+		struct tobj *t = &d->objs[i];
+
+		if (!t->ino || (t->dev == dev && t->ino == ino))
+			return t;
+	}
+}
+
+static int obj_grow(struct tlsdisc *d)
+{
+	struct tobj *old = d->objs;
+	size_t oldcap = d->cap;
+
+	d->cap = oldcap ? oldcap * 2 : 256;
+	d->objs = calloc(d->cap, sizeof(*d->objs));
+	if (!d->objs) {
+		d->objs = old;
+		d->cap = oldcap;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].ino)
+			*obj_find(d, old[i].dev, old[i].ino) = old[i];
+	free(old);
+	return 0;
+}
+
+struct tlsdisc *tlsdisc_new(const struct tlsdisc_opts *o)
+{
+	struct tlsdisc *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	memcpy(&d->o, o, o->sz < sizeof(d->o) ? o->sz : sizeof(d->o));
+	if (obj_grow(d)) {
+		free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return d;
+}
+
+void tlsdisc_free(struct tlsdisc *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->cap; i++) {
+		free(d->objs[i].path);
+		free(d->objs[i].version);
+		free(d->objs[i].note);
+	}
+	free(d->objs);
+	free(d->procs);
+	free(d);
+}
+
+void tlsdisc_stats(const struct tlsdisc *d, struct tlsdisc_stats *st)
+{
+	*st = d->st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Records                                                             */
+
+static void emit_lib(struct tlsdisc *d, const struct tobj *t)
+{
+	struct reel_tlslib r = {
+		.dev = t->dev,
+		.ino = t->ino,
+		.kind = t->kind,
+		.status = t->status,
+		.err = t->err,
+		.nhooks = t->nhooks,
+	};
+	char buf[sizeof(r) + 3 * 4096];
+	int n = reel_tlslib_encode(buf, sizeof(buf), &r, t->path, t->version, t->note);
+
+	if (n > 0 && d->o.emit)
+		d->o.emit(d->o.emit_ctx, REEL_REC_TLSLIB, buf, n);
+}
+
+static void emit_proc(struct tlsdisc *d, const struct tproc *p)
+{
+	char buf[sizeof(struct reel_tlsproc) + sizeof(p->refs)];
+	struct reel_tlsproc r = {.pid = p->pid, .flags = p->flags, .err = p->err};
+	int n = reel_tlsproc_encode(buf, sizeof(buf), &r, p->refs, p->nrefs);
+
+	if (n > 0 && d->o.emit)
+		d->o.emit(d->o.emit_ctx, REEL_REC_TLSPROC, buf, n);
+}
+
+void tlsdisc_emit_all(struct tlsdisc *d)
+{
+	for (size_t i = 0; i < d->cap; i++)
+		if (d->objs[i].ino && d->objs[i].kind)
+			emit_lib(d, &d->objs[i]);
+	for (size_t i = 0; i < d->nproc; i++)
+		emit_proc(d, &d->procs[i]);
+}
+
+static struct tproc *proc_slot(struct tlsdisc *d, uint32_t pid)
+{
+	for (size_t i = 0; i < d->nproc; i++)
+		if (d->procs[i].pid == pid)
+			return &d->procs[i];
+	if (d->nproc == d->proc_cap) {
+		size_t cap = d->proc_cap ? d->proc_cap * 2 : 64;
+		struct tproc *v = realloc(d->procs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		d->procs = v;
+		d->proc_cap = cap;
+	}
+	memset(&d->procs[d->nproc], 0, sizeof(d->procs[0]));
+	d->procs[d->nproc].pid = pid;
+	return &d->procs[d->nproc++];
+}
+
+void tlsdisc_forget_pid(struct tlsdisc *d, uint32_t pid)
+{
+	for (size_t i = 0; i < d->nproc; i++) {
+		if (d->procs[i].pid == pid) {
+			d->procs[i] = d->procs[--d->nproc];
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Examining one object                                                */
+
+/* OpenSSL's libssl holds no version string: its libcrypto does. `near`
+ * finds the libcrypto by name (in the process's mappings, or beside). */
+typedef int (*crypto_open_fn)(void *ctx, const char *name);
+
+static void crypto_version(struct tls_object *o, crypto_open_fn open_crypto, void *ctx)
+{
+	int boring = 0, fd;
+
+	if (o->version[0] || !o->crypto[0] || !open_crypto)
+		return;
+	fd = open_crypto(ctx, o->crypto);
+	if (fd < 0)
+		return;
+	if (!tlsobj_crypto_version(fd, o->version, sizeof(o->version), &boring) && boring)
+		o->kind = REEL_TLS_BORINGSSL;
+	close(fd);
+}
+
+static char *dupstr(const char *s)
+{
+	return s && *s ? strdup(s) : NULL;
+}
+
+/* Examines the object open on fd (identity st), once: hooks it through
+ * attach_path and emits its TLSLIB when it is a TLS object. */
+static struct tobj *examine(struct tlsdisc *d, int fd, const struct stat *st, const char *shown,
+			    const char *attach_path, crypto_open_fn open_crypto, void *ctx)
+{
+	struct tls_object *o;
+	struct tobj *t;
+	int n;
+
+	t = obj_find(d, st->st_dev, st->st_ino);
+	if (t->ino)
+		return t;
+	if (d->nobj + 1 > d->cap / 2) {
+		if (obj_grow(d))
+			return NULL;
+		t = obj_find(d, st->st_dev, st->st_ino);
+	}
+	o = malloc(sizeof(*o));
+	if (!o)
+		return NULL;
+	t->dev = st->st_dev;
+	t->ino = st->st_ino;
+	d->nobj++;
+	d->st.objects++;
+	if (tlsobj_scan(fd, o) || !o->kind) {
+		free(o);
+		return t;
+	}
+	crypto_version(o, open_crypto, ctx);
+	d->st.tls++;
+	t->kind = o->kind;
+	t->path = dupstr(shown);
+	t->version = dupstr(o->version);
+	if (o->err) {
+		t->status = REEL_TLSS_UNSUPPORTED;
+		t->err = o->err;
+	} else if (d->o.disabled || !d->o.attach) {
+		t->status = REEL_TLSS_DISABLED;
+	} else {
+		n = d->o.attach(d->o.attach_ctx, attach_path, o);
+		if (n > 0) {
+			t->status = REEL_TLSS_ATTACHED;
+			t->nhooks = n;
+			d->st.attached++;
+			d->st.hooks += n;
+		} else if (n == -ESHUTDOWN) {
+			t->status = REEL_TLSS_DISABLED;
+			snprintf(o->note + strlen(o->note), sizeof(o->note) - strlen(o->note),
+				 "; found after the capture ended: not hooked");
+		} else if (n == -EOPNOTSUPP) {
+			t->status = REEL_TLSS_UNSUPPORTED;
+			t->err = n;
+			snprintf(o->note + strlen(o->note), sizeof(o->note) - strlen(o->note),
+				 "; no BPF hooks for %s in this build",
+				 reel_tls_kind_name(o->kind));
+		} else {
+			t->status = REEL_TLSS_FAILED;
+			t->err = n < 0 ? n : -EINVAL;
+		}
+	}
+	t->note = dupstr(o->note);
+	emit_lib(d, t);
+	free(o);
+	return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* Processes: /proc/PID/maps                                           */
+
+static char *read_all(const char *path, size_t max, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0 || !buf) {
+		int e = fd < 0 ? errno : ENOMEM;
+
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		errno = e;
+		return NULL;
+	}
+	while ((r = read(fd, buf + n, cap - n)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *b;
+
+			if (cap >= max)
+				break;
+			b = realloc(buf, cap * 2 + 1);
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* Parses the executable file mappings of a maps text (modified in place:
+ * paths are cut at their end of line). Returns how many, at most max. */
+static int parse_maps(char *text, struct mapping *m, int max)
+{
+	char *line = text, *nl;
+	int n = 0;
+
+	for (; line && *line && n < max; line = nl ? nl + 1 : NULL) {
+		unsigned long long start, end, off, ino;
+		unsigned int maj, min;
+		char perms[8];
+		int pos = 0;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &pos) < 7 ||
+		    !ino || perms[2] != 'x' || !pos || line[pos] != '/')
+			continue;
+		m[n].start = start;
+		m[n].end = end;
+		m[n].dev = makedev(maj, min);
+		m[n].ino = ino;
+		m[n].path = line + pos;
+		n++;
+	}
+	return n;
+}
+
+struct pid_ctx {
+	uint32_t pid;
+	const struct mapping *m;
+	int n;
+};
+
+/* Opens a mapping's file: through map_files (deleted files, other mount
+ * namespaces), else through the process's root. */
+static int open_mapping(uint32_t pid, const struct mapping *m, char *path, size_t plen)
+{
+	int fd;
+
+	snprintf(path, plen, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, plen, "/proc/%u/root%s", pid, m->path);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static int pid_open_crypto(void *ctx, const char *name)
+{
+	const struct pid_ctx *p = ctx;
+	size_t nl = strlen(name);
+	char path[4200];
+
+	for (int i = 0; i < p->n; i++) {
+		const char *s = strrchr(p->m[i].path, '/');
+
+		if (s && !strncmp(s + 1, name, nl) && (!s[1 + nl] || s[1 + nl] == ' '))
+			return open_mapping(p->pid, &p->m[i], path, sizeof(path));
+	}
+	return -ENOENT;
+}
+
+static void add_ref(struct tproc *p, const struct tobj *t)
+{
+	if (!t || !t->kind || p->nrefs >= PROC_OBJS_MAX)
+		return;
+	for (uint32_t k = 0; k < p->nrefs; k++)
+		if (p->refs[k].dev == t->dev && p->refs[k].ino == t->ino)
+			return;
+	p->refs[p->nrefs].dev = t->dev;
+	p->refs[p->nrefs].ino = t->ino;
+	p->nrefs++;
+}
+
+int tlsdisc_scan_pid(struct tlsdisc *d, uint32_t pid, uint32_t flags)
+{
+	struct mapping m[512];
+	struct pid_ctx pc = {.pid = pid, .m = m};
+	struct reel_tlsref before[PROC_OBJS_MAX];
+	uint32_t nbefore;
+	struct tproc *p;
+	char path[4200], *text;
+	size_t len;
+	int n = 0, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	text = read_all(path, MAPS_MAX, &len);
+	d->st.scans++;
+	if (!text)
+		err = -errno;
+	else
+		n = parse_maps(text, m, 512);
+	pc.n = n;
+	p = proc_slot(d, pid);
+	if (!p) {
+		free(text);
+		return -ENOMEM;
+	}
+	nbefore = p->nrefs;
+	memcpy(before, p->refs, sizeof(before));
+	/* after an exec the program's closure is already in (tlsdisc_scan_program) */
+	if (!(flags & REEL_TLSPF_EXEC))
+		p->nrefs = 0;
+	p->flags = flags;
+	p->err = 0;
+	if (err == -ENOENT || err == -ESRCH) {
+		free(text);
+		if (!(flags & REEL_TLSPF_EXEC)) {
+			tlsdisc_forget_pid(d, pid);
+			return err;
+		}
+		/* gone before we read it: the program's closure is what we know */
+		p->flags |= REEL_TLSPF_NO_MAPS;
+		emit_proc(d, p);
+		return p->nrefs;
+	}
+	p->err = err;
+	for (int i = 0; i < n; i++) {
+		const struct tobj *t;
+		struct stat st;
+		int fd;
+
+		t = obj_find(d, m[i].dev, m[i].ino);
+		if (!t->ino) {
+			fd = open_mapping(pid, &m[i], path, sizeof(path));
+			if (fd < 0)
+				continue;
+			if (fstat(fd, &st)) {
+				close(fd);
+				continue;
+			}
+			t = examine(d, fd, &st, m[i].path, path, pid_open_crypto, &pc);
+			close(fd);
+		}
+		add_ref(p, t);
+	}
+	free(text);
+	/* a rescan that found nothing new says nothing */
+	if (!(flags & REEL_TLSPF_RESCAN) || p->nrefs != nbefore ||
+	    memcmp(before, p->refs, nbefore * sizeof(before[0])))
+		emit_proc(d, p);
+	return err ? err : (int)p->nrefs;
+}
+
+/* ------------------------------------------------------------------ */
+/* Programs and files                                                  */
+
+struct file_ctx {
+	const char *root;
+	const char *dir; /* the object's directory, without root */
+};
+
+static int file_open_crypto(void *ctx, const char *name)
+{
+	const struct file_ctx *f = ctx;
+	struct ldpath_ctx lc = {.root = f->root, .origin = f->dir};
+	char path[4200];
+
+	if (!ldpath_find(&lc, name, path, sizeof(path)))
+		return open(path, O_RDONLY | O_CLOEXEC);
+	return -ENOENT;
+}
+
+/* Examines root+path; *t the object (NULL if not an object we read). */
+static int scan_path(struct tlsdisc *d, const char *root, const char *path, struct tobj **t)
+{
+	char full[4200], dir[4096];
+	struct file_ctx fc = {.root = root, .dir = dir};
+	struct stat st;
+	const char *s;
+	int fd;
+
+	*t = NULL;
+	if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+		return -ENAMETOOLONG;
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -errno;
+	}
+	s = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", s ? (int)(s - path) : 0, path);
+	*t = examine(d, fd, &st, path, full, file_open_crypto, &fc);
+	close(fd);
+	return *t ? 0 : -ENOMEM;
+}
+
+int tlsdisc_scan_file(struct tlsdisc *d, const char *path)
+{
+	struct tobj *t;
+	int err = scan_path(d, "", path, &t);
+
+	return err ? err : t->kind != 0;
+}
+
+int tlsdisc_scan_program(struct tlsdisc *d, uint32_t pid, const char *root, const char *exe,
+			 const char *ld_library_path)
+{
+	struct tproc *p = pid ? proc_slot(d, pid) : NULL;
+	char *queue[CLOSURE_MAX];
+	uint64_t seen[CLOSURE_MAX][2];
+	int nq = 0, head = 0, nseen = 0, ntls = 0, err = 0;
+
+	if (p)
+		p->nrefs = 0;
+	queue[nq] = strdup(exe);
+	if (!queue[nq])
+		return -ENOMEM;
+	nq++;
+	for (; head < nq; head++) {
+		char full[4200], found[4200], dir[4096];
+		const char *s, *rp;
+		struct elfobj *e;
+		struct tobj *t;
+		struct stat st;
+		int fd, is_rpath, r;
+
+		r = scan_path(d, root, queue[head], &t);
+		if (r) {
+			if (head == 0)
+				err = r;
+			continue;
+		}
+		if (t->kind)
+			ntls++;
+		if (p)
+			add_ref(p, t);
+		snprintf(full, sizeof(full), "%s%s", root, queue[head]);
+		fd = open(full, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st)) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		e = elfobj_open(fd);
+		if (!e) {
+			close(fd);
+			continue;
+		}
+		s = strrchr(queue[head], '/');
+		snprintf(dir, sizeof(dir), "%.*s", s ? (int)(s - queue[head]) : 0, queue[head]);
+		rp = elfobj_runpath(e, &is_rpath);
+		for (int i = 0; elfobj_needed(e, i) && nq < CLOSURE_MAX; i++) {
+			struct ldpath_ctx lc = {.root = root,
+						.origin = dir,
+						.runpath = rp,
+						.is_rpath = is_rpath,
+						.ld_library_path = ld_library_path};
+			struct stat ls;
+			size_t rl = strlen(root);
+			int k;
+
+			if (ldpath_find(&lc, elfobj_needed(e, i), found, sizeof(found)) ||
+			    stat(found, &ls))
+				continue;
+			for (k = 0; k < nseen; k++)
+				if (seen[k][0] == ls.st_dev && seen[k][1] == ls.st_ino)
+					break;
+			if (k < nseen || nseen >= CLOSURE_MAX)
+				continue;
+			seen[nseen][0] = ls.st_dev;
+			seen[nseen][1] = ls.st_ino;
+			nseen++;
+			queue[nq] = strdup(found + rl);
+			if (queue[nq])
+				nq++;
+		}
+		elfobj_close(e);
+		close(fd);
+	}
+	for (int i = 0; i < nq; i++)
+		free(queue[i]);
+	return err ? err : ntls;
+}
+
+int tlsdisc_scan_system(struct tlsdisc *d)
+{
+	static const char *const pats[] = {
+		"/lib/x86_64-linux-gnu/libssl.so.*",
+		"/usr/lib/x86_64-linux-gnu/libssl.so.*",
+		"/lib/x86_64-linux-gnu/libgnutls.so.*",
+		"/usr/lib/x86_64-linux-gnu/libgnutls.so.*",
+		"/usr/lib64/libssl.so.*",
+		"/usr/lib64/libgnutls.so.*",
+		"/usr/local/lib/libssl.so.*",
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+		glob_t g;
+
+		if (glob(pats[i], 0, NULL, &g))
+			continue;
+		for (size_t k = 0; k < g.gl_pathc; k++)
+			if (tlsdisc_scan_file(d, g.gl_pathv[k]) == 1)
+				n++;
+		globfree(&g);
+	}
+	return n;
+}

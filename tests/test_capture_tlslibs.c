@@ -1,0 +1,756 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * TLS plaintext from libraries other than the system's dynamic libssl (real
+ * kernel, root, loopback): each client runs under `reelcap -p SERVER --
+ * CLIENT`, so both ends are traced, and each is checked
+ *   - in the file: the client's plaintext stream equal byte for byte to the
+ *     request the test sent and to the response (status line, the served
+ *     file); where the server's library is hooked too, the server's
+ *     plaintext equal to the client's, crosswise (two hooks, one truth); the
+ *     ciphertext kept beside it (TLS records). `openssl s_server -WWW`
+ *     reads and writes through OpenSSL's SSL BIO, which calls the library's
+ *     internals and never SSL_read/SSL_write: its end has ciphertext only;
+ *   - in the report: a TLSPROC for the client naming a TLSLIB of the
+ *     expected library, version and status "attached";
+ *   - replayed: reelplay's transactions (method, target, status, "tls") and
+ *     tshark's view of reelplay's pcapng (the HTTP request and status in
+ *     plaintext);
+ *   - with --no-tls: no plaintext, the library reported "disabled".
+ *
+ * Clients: tests/tlsprog/sslcli.c linked statically with libssl.a and
+ * linked with Debian's BoringSSL; gnutls-cli against gnutls-serv. The
+ * programs are built by tests/tlslibs.cmake; a missing package skips its
+ * test (tools/deps.sh test installs them).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reel_event.h"
+#include "reel_format.h"
+#include "test_capture_common.h"
+
+#define BODY_BYTES 100003 /* several TLS records */
+#define BODY_NAME  "body.bin"
+#define MAX_FLOWS  64
+
+static char dir[512];
+static uint8_t *body;
+
+/* The servers, started once, outside reelcap (traced with -p). */
+enum server { SRV_OPENSSL, SRV_GNUTLS, SRV_COUNT };
+static pid_t srv_pid[SRV_COUNT];
+static int srv_port[SRV_COUNT];
+
+/* ------------------------------------------------------------------ */
+/* Processes                                                           */
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fflush(NULL);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static bool have(const char *prog)
+{
+	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
+}
+
+static bool exists(const char *path)
+{
+	return access(path, X_OK) == 0;
+}
+
+static void show(const char *name)
+{
+	char path[700];
+	char *s;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	s = cit_slurp(path, NULL);
+	if (s)
+		printf("---- %s\n%s\n----\n", name, s);
+	free(s);
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0), p = 0;
+
+	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(s, (struct sockaddr *)&a, &len))
+		p = ntohs(a.sin_port);
+	if (s >= 0)
+		close(s);
+	return p;
+}
+
+static bool listening(int p)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(p),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok = s >= 0 && !connect(s, (struct sockaddr *)&a, sizeof(a));
+
+	if (s >= 0)
+		close(s);
+	return ok;
+}
+
+/* Starts a server (a shell command run in dir) and waits, bounded, for its
+ * port. The shell execs it: the pid is the server's. */
+static pid_t start_server(enum server s, const char *cmd)
+{
+	char log[64];
+	pid_t pid;
+
+	srv_port[s] = free_port();
+	snprintf(log, sizeof(log), "server%d.log", s);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char full[1024], port[16];
+
+		snprintf(port, sizeof(port), "%d", srv_port[s]);
+		snprintf(full, sizeof(full), "exec %s >%s 2>&1", cmd, log);
+		setenv("PORT", port, 1);
+		if (chdir(dir))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && !listening(srv_port[s]); i++)
+		usleep(50000);
+	if (!listening(srv_port[s])) {
+		show(log);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	srv_pid[s] = pid;
+	return pid;
+}
+
+static void make_body(uint8_t *b, size_t n)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (uint8_t)x;
+	}
+}
+
+static int group_setup(void **state)
+{
+	char path[700];
+	FILE *f;
+
+	(void)state;
+	if (geteuid() != 0 || !have("openssl"))
+		return 0; /* each test skips */
+	cit_workdir("tlslibs", dir, sizeof(dir));
+	if (sh("cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost "
+	       "-keyout key.pem -out cert.pem -days 2 >req.log 2>&1",
+	       dir))
+		return -1;
+	body = malloc(BODY_BYTES);
+	if (!body)
+		return -1;
+	make_body(body, BODY_BYTES);
+	snprintf(path, sizeof(path), "%s/%s", dir, BODY_NAME);
+	f = fopen(path, "wb");
+	if (!f || fwrite(body, 1, BODY_BYTES, f) != BODY_BYTES || fclose(f))
+		return -1;
+	if (start_server(SRV_OPENSSL, "openssl s_server -accept 127.0.0.1:$PORT -cert cert.pem "
+				      "-key key.pem -WWW -quiet") < 0)
+		return -1;
+	if (have("gnutls-serv"))
+		start_server(SRV_GNUTLS, "gnutls-serv --http -p $PORT --x509certfile cert.pem "
+					 "--x509keyfile key.pem");
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	for (int s = 0; s < SRV_COUNT; s++) {
+		if (srv_pid[s] > 0) {
+			kill(srv_pid[s], SIGTERM);
+			waitpid(srv_pid[s], NULL, 0);
+		}
+		srv_pid[s] = 0;
+	}
+	free(body);
+	body = NULL;
+	return 0;
+}
+
+static void need(enum server s, const char *prog)
+{
+	if (geteuid() != 0) {
+		printf("not root: BPF capture needs root; skipped\n");
+		skip();
+	}
+	if (srv_pid[s] <= 0 || (prog && !exists(prog) && !have(prog))) {
+		printf("%s or its server missing (tools/deps.sh test); skipped\n",
+		       prog ? prog : "server");
+		skip();
+	}
+}
+
+/* reelcap -q [extra] -p SERVER -w NAME.reel -- CLIENT, in dir; CLIENT is
+ * shell words (a redirection applies to reelcap, whose descriptors the
+ * client inherits). The client runs as reelcap's command, not under a
+ * shell: reelcap examines it before it runs. Its status must be 0. */
+static void capture(const char *name, const char *extra, enum server s, const char *client)
+{
+	char log[700], n[128];
+	int st;
+
+	st = sh("cd '%s' && '%s' -q %s -p %d -w %s.reel -- %s >%s.out 2>%s.log", dir, REELCAP_BIN,
+		extra, srv_pid[s], name, client, name, name);
+	snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+	snprintf(n, sizeof(n), "%s.log", name);
+	if (st != 0 && cit_kernel_refused(log)) {
+		show(n);
+		printf("the kernel refused the BPF programs; skipped\n");
+		skip();
+	}
+	if (st != 0)
+		show(n);
+	assert_int_equal(st, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* The file: flows, plaintext and ciphertext streams, the report        */
+
+struct piece {
+	uint64_t pos;
+	uint32_t len, cap;
+	uint8_t *data;
+};
+
+struct stream {
+	struct piece *v;
+	size_t n, cap;
+};
+
+struct flow {
+	struct reel_conn_id id;
+	uint16_t lport, rport; /* host order, from CONN_OPEN */
+	struct stream plain[2], wire[2];
+};
+
+struct lib {
+	struct reel_tlslib f;
+	char path[512], version[128], note[256];
+};
+
+struct proc {
+	struct reel_tlsproc f;
+	struct reel_tlsref refs[8];
+};
+
+struct capfile {
+	struct flow flows[MAX_FLOWS];
+	int nflows;
+	struct lib libs[32];
+	int nlibs;
+	struct proc procs[256];
+	int nprocs;
+	uint32_t tls_events;
+};
+
+static struct flow *flow_get(struct capfile *cf, const struct reel_conn_id *id)
+{
+	for (int i = 0; i < cf->nflows; i++)
+		if (!memcmp(&cf->flows[i].id, id, sizeof(*id)))
+			return &cf->flows[i];
+	assert_true(cf->nflows < MAX_FLOWS);
+	cf->flows[cf->nflows].id = *id;
+	return &cf->flows[cf->nflows++];
+}
+
+static void stream_add(struct stream *s, const struct reel_ev_data *d, const uint8_t *payload)
+{
+	struct piece *p;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		s->v = realloc(s->v, s->cap * sizeof(*s->v));
+		assert_non_null(s->v);
+	}
+	p = &s->v[s->n++];
+	p->pos = d->stream_pos;
+	p->len = d->len;
+	p->cap = d->cap_len;
+	p->data = malloc(d->cap_len + 1);
+	assert_non_null(p->data);
+	memcpy(p->data, payload, d->cap_len);
+}
+
+static int by_pos(const void *a, const void *b)
+{
+	const struct piece *x = a, *y = b;
+
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The whole stream, which must tile [0, len) with every byte captured. */
+static uint8_t *joined(struct stream *s, size_t *len)
+{
+	uint64_t at = 0;
+	uint8_t *b;
+
+	if (s->n)
+		qsort(s->v, s->n, sizeof(*s->v), by_pos);
+	for (size_t i = 0; i < s->n; i++) {
+		assert_int_equal(s->v[i].pos, at);
+		assert_int_equal(s->v[i].cap, s->v[i].len);
+		at += s->v[i].len;
+	}
+	b = malloc(at + 1);
+	assert_non_null(b);
+	for (size_t i = 0; i < s->n; i++)
+		memcpy(b + s->v[i].pos, s->v[i].data, s->v[i].cap);
+	b[at] = 0;
+	*len = at;
+	return b;
+}
+
+static void on_report(struct capfile *cf, const struct reel_record *rec)
+{
+	const char *path, *version, *note;
+	const void *refs;
+
+	if (rec->type == REEL_REC_TLSLIB && cf->nlibs < 32) {
+		struct lib *l = &cf->libs[cf->nlibs++];
+
+		assert_int_equal(
+			reel_tlslib_decode(rec->data, rec->len, &l->f, &path, &version, &note), 0);
+		snprintf(l->path, sizeof(l->path), "%.*s", (int)l->f.path_len, path);
+		snprintf(l->version, sizeof(l->version), "%.*s", (int)l->f.version_len, version);
+		snprintf(l->note, sizeof(l->note), "%.*s", (int)l->f.note_len, note);
+	} else if (rec->type == REEL_REC_TLSPROC && cf->nprocs < 256) {
+		struct proc *p = &cf->procs[cf->nprocs++];
+
+		assert_int_equal(reel_tlsproc_decode(rec->data, rec->len, &p->f, &refs), 0);
+		memcpy(p->refs, refs, (p->f.nrefs < 8 ? p->f.nrefs : 8) * sizeof(p->refs[0]));
+	}
+}
+
+static void read_capture(const char *name, struct capfile *cf)
+{
+	struct reel_record rec;
+	struct reel_reader *r;
+	struct reel_merge *m;
+	char path[700];
+	int rc;
+
+	memset(cf, 0, sizeof(*cf));
+	snprintf(path, sizeof(path), "%s/%s.reel", dir, name);
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	m = reel_merge__new(&r, 1, NULL);
+	assert_non_null(m);
+	while ((rc = reel_merge__next(m, &rec)) != 0) {
+		struct reel_event ev;
+		const struct reel_ev_data *d;
+		struct flow *f;
+
+		assert_true(rc > 0);
+		if (rec.type == REEL_REC_TLSLIB || rec.type == REEL_REC_TLSPROC) {
+			on_report(cf, &rec);
+			continue;
+		}
+		assert_int_equal(reel_event_decode(&rec, &ev), 0);
+		if (ev.kind == REEL_EVENT_CONN_OPEN && ev.conn_open.l4 == REEL_L4_TCP) {
+			f = flow_get(cf, &ev.conn_open.conn);
+			f->lport = ntohs(ev.conn_open.local.port);
+			f->rport = ntohs(ev.conn_open.remote.port);
+		}
+		if (ev.kind != REEL_EVENT_DATA || ev.data.hdr.l4 != REEL_L4_TCP)
+			continue;
+		d = &ev.data.hdr;
+		f = flow_get(cf, &d->conn);
+		if (d->flags & REEL_DATAF_TLS) {
+			cf->tls_events++;
+			assert_int_equal(d->syscall, d->dir == REEL_DIR_EGRESS ? REEL_SYS_SSL_WRITE
+									       : REEL_SYS_SSL_READ);
+			stream_add(&f->plain[d->dir & 1], d, ev.data.payload);
+		} else {
+			stream_add(&f->wire[d->dir & 1], d, ev.data.payload);
+		}
+	}
+	reel_merge__free(m);
+	reel_reader__close(r);
+}
+
+static void capfile_free(struct capfile *cf)
+{
+	for (int i = 0; i < cf->nflows; i++)
+		for (int d = 0; d < 2; d++) {
+			struct stream *s[2] = {&cf->flows[i].plain[d], &cf->flows[i].wire[d]};
+
+			for (int k = 0; k < 2; k++) {
+				for (size_t j = 0; j < s[k]->n; j++)
+					free(s[k]->v[j].data);
+				free(s[k]->v);
+			}
+		}
+}
+
+/* The flows of a process on the server's port: the client's (remote port
+ * = the server's) or the server's own (local port). n-th in file order. */
+static struct flow *flow_of(struct capfile *cf, uint32_t tgid, int port, bool server, int nth)
+{
+	for (int i = 0; i < cf->nflows; i++) {
+		struct flow *f = &cf->flows[i];
+
+		if (f->id.tgid == tgid && (server ? f->lport : f->rport) == port && nth-- == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* The client's pid: the flow to the server that is not the server's. */
+static uint32_t client_pid(const struct capfile *cf, enum server s)
+{
+	for (int i = 0; i < cf->nflows; i++)
+		if (cf->flows[i].rport == srv_port[s] &&
+		    cf->flows[i].id.tgid != (uint32_t)srv_pid[s])
+			return cf->flows[i].id.tgid;
+	fail_msg("no client flow to port %d", srv_port[s]);
+	return 0;
+}
+
+/* The TLS library the report names for pid (the last TLSPROC of it). */
+static const struct lib *report_lib(const struct capfile *cf, uint32_t pid, uint32_t kind)
+{
+	for (int i = cf->nprocs - 1; i >= 0; i--) {
+		const struct proc *p = &cf->procs[i];
+
+		if (p->f.pid != pid)
+			continue;
+		for (uint32_t k = 0; k < p->f.nrefs && k < 8; k++)
+			for (int j = 0; j < cf->nlibs; j++)
+				if (cf->libs[j].f.dev == p->refs[k].dev &&
+				    cf->libs[j].f.ino == p->refs[k].ino &&
+				    cf->libs[j].f.kind == kind)
+					return &cf->libs[j];
+		break;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replay: reelplay's JSON and tshark on reelplay's pcapng              */
+
+static int count_in(const char *name, const char *a, const char *b)
+{
+	char path[700], *s, *line, *save = NULL;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	s = cit_slurp(path, NULL);
+	assert_non_null(s);
+	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		n += strstr(line, a) && (!b || strstr(line, b));
+	free(s);
+	return n;
+}
+
+/* reelplay NAME.reel --json -w NAME.pcapng, then tshark on the pcapng: each
+ * of the n transactions "GET target" and its status, in plaintext, as HTTP
+ * (both ends traced: replay pairs them into one transaction, one flow). */
+static void check_replay(const char *name, const char *target, int status, int n)
+{
+	char f[128], want[256];
+
+	assert_int_equal(sh("cd '%s' && '%s' %s.reel --json %s.json -w %s.pcapng 2>%s.rp.err", dir,
+			    REELPLAY_BIN, name, name, name, name),
+			 0);
+	snprintf(f, sizeof(f), "%s.json", name);
+	snprintf(want, sizeof(want), "\"target\":\"%s\",\"status\":%d", target, status);
+	assert_int_equal(count_in(f, "\"type\":\"txn\"", want), n);
+	assert_int_equal(count_in(f, "\"type\":\"txn\"", "\"tls\":true"), n);
+	if (!have("tshark")) {
+		printf("tshark missing: pcapng not dissected\n");
+		return;
+	}
+	assert_int_equal(
+		sh("cd '%s' && tshark -r %s.pcapng -Y http -T fields -e http.request.method "
+		   "-e http.request.uri -e http.response.code >%s.tshark 2>&1",
+		   dir, name, name),
+		0);
+	snprintf(f, sizeof(f), "%s.tshark", name);
+	snprintf(want, sizeof(want), "GET\t%s\t", target);
+	assert_int_equal(count_in(f, want, NULL), n);
+	snprintf(want, sizeof(want), "\t\t%d", status);
+	assert_int_equal(count_in(f, want, NULL), n);
+}
+
+/* ------------------------------------------------------------------ */
+/* The checks of one client                                             */
+
+struct expect {
+	enum server srv;
+	uint32_t kind;	     /* REEL_TLS_* of the client's library */
+	const char *version; /* prefix of its version string */
+	const char *request; /* the plaintext the client sends, each connection */
+	const char *status;  /* prefix of what it receives */
+	const uint8_t *tail; /* ... ending with these bytes (NULL: not checked) */
+	size_t tail_len;
+	int conns;	    /* connections the client makes */
+	bool server_plain;  /* the server's library calls are hooked too */
+	const char *target; /* HTTP target and status for replay */
+	int http_status;
+};
+
+static void check_capture(const char *name, const struct expect *x)
+{
+	struct capfile *cf = calloc(1, sizeof(*cf));
+	const struct lib *l;
+	uint32_t cli;
+
+	assert_non_null(cf);
+	read_capture(name, cf);
+	cli = client_pid(cf, x->srv);
+	for (int c = 0; c < x->conns; c++) {
+		struct flow *f = flow_of(cf, cli, srv_port[x->srv], false, c);
+		struct flow *s = NULL;
+		uint8_t *out, *in, *sin, *sout, *w;
+		size_t out_len, in_len, sin_len, sout_len, w_len;
+
+		assert_non_null(f);
+		out = joined(&f->plain[REEL_DIR_EGRESS], &out_len);
+		in = joined(&f->plain[REEL_DIR_INGRESS], &in_len);
+		assert_int_equal(out_len, strlen(x->request));
+		assert_memory_equal(out, x->request, out_len);
+		assert_true(in_len > strlen(x->status));
+		assert_memory_equal(in, x->status, strlen(x->status));
+		if (x->tail) {
+			assert_true(in_len >= x->tail_len);
+			assert_memory_equal(in + in_len - x->tail_len, x->tail, x->tail_len);
+		}
+		/* the server's end of this connection: its local port is the
+		 * client's remote, its remote the client's local */
+		for (int i = 0; i < cf->nflows; i++)
+			if (cf->flows[i].id.tgid == (uint32_t)srv_pid[x->srv] &&
+			    cf->flows[i].rport == f->lport && cf->flows[i].lport == f->rport)
+				s = &cf->flows[i];
+		assert_non_null(s);
+		sin = joined(&s->plain[REEL_DIR_INGRESS], &sin_len);
+		sout = joined(&s->plain[REEL_DIR_EGRESS], &sout_len);
+		if (x->server_plain) {
+			assert_int_equal(sin_len, out_len);
+			assert_memory_equal(sin, out, out_len);
+			assert_int_equal(sout_len, in_len);
+			assert_memory_equal(sout, in, in_len);
+		} else {
+			assert_int_equal(sin_len + sout_len, 0);
+		}
+		/* the ciphertext is kept: TLS records, never the plaintext */
+		w = joined(&f->wire[REEL_DIR_EGRESS], &w_len);
+		assert_true(w_len > 5);
+		assert_int_equal(w[0], 0x16);
+		assert_int_equal(w[1], 0x03);
+		assert_null(memmem(w, w_len, x->request, strlen(x->request)));
+		free(w);
+		free(out);
+		free(in);
+		free(sin);
+		free(sout);
+	}
+	assert_null(flow_of(cf, cli, srv_port[x->srv], false, x->conns));
+	l = report_lib(cf, cli, x->kind);
+	if (!l)
+		fail_msg("no TLSPROC of pid %u naming a %s library (%d TLSLIB, %d TLSPROC)", cli,
+			 reel_tls_kind_name(x->kind), cf->nlibs, cf->nprocs);
+	assert_int_equal(l->f.status, REEL_TLSS_ATTACHED);
+	assert_true(l->f.nhooks >= 4);
+	if (strncmp(l->version, x->version, strlen(x->version)))
+		fail_msg("version '%s', want '%s...'", l->version, x->version);
+	capfile_free(cf);
+	free(cf);
+	check_replay(name, x->target, x->http_status, x->conns);
+}
+
+/* The same client with --no-tls: ciphertext only, the library reported
+ * "disabled". */
+static void check_no_tls(const char *name, const struct expect *x, const char *comm)
+{
+	struct capfile *cf = calloc(1, sizeof(*cf));
+	const struct lib *l;
+	uint32_t cli;
+
+	(void)comm;
+
+	assert_non_null(cf);
+	read_capture(name, cf);
+	assert_int_equal(cf->tls_events, 0);
+	cli = client_pid(cf, x->srv);
+	l = report_lib(cf, cli, x->kind);
+	assert_non_null(l);
+	assert_int_equal(l->f.status, REEL_TLSS_DISABLED);
+	assert_int_equal(l->f.nhooks, 0);
+	capfile_free(cf);
+	free(cf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+
+static const char http10_req[] = "GET /" BODY_NAME " HTTP/1.0\r\n\r\n";
+
+static void run_sslcli(const char *name, const char *prog, uint32_t kind, const char *version,
+		       const char *comm)
+{
+	char cmd[1024], *want;
+	struct expect x = {
+		.srv = SRV_OPENSSL,
+		.kind = kind,
+		.version = version,
+		.request = http10_req,
+		.status = "HTTP/1.0 200 ok\r\n",
+		.tail = body,
+		.tail_len = BODY_BYTES,
+		.conns = 2,
+		.target = "/" BODY_NAME,
+		.http_status = 200,
+	};
+	char path[700];
+	size_t n;
+
+	need(SRV_OPENSSL, prog);
+	snprintf(cmd, sizeof(cmd),
+		 "%s 127.0.0.1 %d %s.got \"GET /%s HTTP/1.0\\r\\n\\r\\n\" "
+		 "\"GET /%s HTTP/1.0\\r\\n\\r\\n\"",
+		 prog, srv_port[SRV_OPENSSL], name, BODY_NAME, BODY_NAME);
+	capture(name, "", SRV_OPENSSL, cmd);
+	/* what the client received, twice */
+	snprintf(path, sizeof(path), "%s/%s.got", dir, name);
+	want = cit_slurp(path, &n);
+	assert_non_null(want);
+	assert_true(n > 2 * BODY_BYTES);
+	free(want);
+	check_capture(name, &x);
+
+	snprintf(path, sizeof(path), "%s-notls", name);
+	snprintf(cmd, sizeof(cmd),
+		 "%s 127.0.0.1 %d %s.got \"GET /%s HTTP/1.0\\r\\n\\r\\n\" "
+		 "\"GET /%s HTTP/1.0\\r\\n\\r\\n\"",
+		 prog, srv_port[SRV_OPENSSL], path, BODY_NAME, BODY_NAME);
+	capture(path, "--no-tls", SRV_OPENSSL, cmd);
+	check_no_tls(path, &x, comm);
+}
+
+/* A program linked with libssl.a: SSL_* in the executable (.symtab). */
+static void test_static_openssl(void **state)
+{
+	char *v;
+
+	(void)state;
+	v = NULL;
+	if (have("openssl")) {
+		FILE *p = popen("openssl version | cut -d' ' -f1-2", "r");
+		char buf[64] = "";
+
+		if (p && fgets(buf, sizeof(buf), p))
+			buf[strcspn(buf, "\n")] = 0;
+		if (p)
+			pclose(p);
+		v = strdup(buf);
+	}
+	run_sslcli("static", REEL_TLSPROG "/sslcli-static", REEL_TLS_OPENSSL, v ? v : "OpenSSL",
+		   "sslcli-static");
+	free(v);
+}
+
+/* Debian's BoringSSL (libssl.so.0 under /usr/lib/x86_64-linux-gnu/android,
+ * found through the program's RUNPATH before it runs). */
+static void test_boringssl(void **state)
+{
+	(void)state;
+	run_sslcli("boring", REEL_TLSPROG "/sslcli-boring", REEL_TLS_BORINGSSL, "BoringSSL",
+		   "sslcli-boring");
+}
+
+/* gnutls-cli against gnutls-serv --http: gnutls_record_send/recv on both
+ * ends; the request from a file on stdin. */
+static void test_gnutls(void **state)
+{
+	char cmd[1024], v[64] = "GnuTLS ";
+	struct expect x = {
+		.srv = SRV_GNUTLS,
+		.kind = REEL_TLS_GNUTLS,
+		.version = v,
+		.request = http10_req,
+		.status = "HTTP/1.0 200 OK\r\n",
+		.conns = 1,
+		.server_plain = true,
+		.target = "/" BODY_NAME,
+		.http_status = 200,
+	};
+	FILE *f, *p;
+
+	(void)state;
+	need(SRV_GNUTLS, "gnutls-cli");
+	p = popen("gnutls-cli --version | head -1 | cut -d' ' -f2", "r");
+	assert_non_null(p);
+	assert_non_null(fgets(v + 7, sizeof(v) - 7, p));
+	v[strcspn(v, "\n")] = 0;
+	pclose(p);
+	snprintf(cmd, sizeof(cmd), "%s/gnutls.req", dir);
+	f = fopen(cmd, "wb");
+	assert_non_null(f);
+	fputs(http10_req, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "gnutls-cli --insecure -p %d 127.0.0.1 <gnutls.req",
+		 srv_port[SRV_GNUTLS]);
+	capture("gnutls", "", SRV_GNUTLS, cmd);
+	check_capture("gnutls", &x);
+	capture("gnutls-notls", "--no-tls", SRV_GNUTLS, cmd);
+	check_no_tls("gnutls-notls", &x, "gnutls-cli");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_static_openssl),
+		cmocka_unit_test(test_boringssl),
+		cmocka_unit_test(test_gnutls),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
