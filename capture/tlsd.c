@@ -34,6 +34,7 @@ struct req {
 	uint32_t pid;
 	uint64_t not_before; /* mono ns */
 	char file[256];	     /* REQ_EXEC: the exec'd file, as the event named it */
+	char comm[16];	     /* REQ_EXEC: the process's comm after the exec */
 };
 
 struct rec {
@@ -133,12 +134,13 @@ static char *proc_ld_library_path(uint32_t pid)
 /* The program first (what ld.so will map, hooked as early as we can), then
  * what the process maps now. A process already gone is examined through
  * the file its exec event names, when that is an absolute path. */
-static void on_exec(struct cap_tlsd *t, uint32_t pid, const char *file)
+static void on_exec(struct cap_tlsd *t, uint32_t pid, const char *comm, const char *file)
 {
 	char link[64], root[64], exe[4096];
 	char *llp;
 	ssize_t n;
 
+	tlsdisc_name_pid(t->disc, pid, comm, file[0] == '/' ? file : NULL);
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
 	n = readlink(link, exe, sizeof(exe) - 1);
 	if (n > 0) {
@@ -155,7 +157,7 @@ static void on_exec(struct cap_tlsd *t, uint32_t pid, const char *file)
 }
 
 static void enqueue(struct cap_tlsd *t, enum req_kind kind, uint32_t pid, uint64_t not_before,
-		    const char *file)
+		    const char *comm, const char *file)
 {
 	struct req *r = malloc(sizeof(*r)), **p;
 
@@ -166,6 +168,7 @@ static void enqueue(struct cap_tlsd *t, enum req_kind kind, uint32_t pid, uint64
 	r->pid = pid;
 	r->not_before = not_before;
 	snprintf(r->file, sizeof(r->file), "%s", file ? file : "");
+	snprintf(r->comm, sizeof(r->comm), "%s", comm ? comm : "");
 	pthread_mutex_lock(&t->mu);
 	for (p = &t->reqs; *p; p = &(*p)->next)
 		;
@@ -232,8 +235,8 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&t->mu);
 		switch (r->kind) {
 		case REQ_EXEC:
-			on_exec(t, r->pid, r->file);
-			enqueue(t, REQ_RESCAN, r->pid, reel_now_mono_ns() + RESCAN_NS, NULL);
+			on_exec(t, r->pid, r->comm, r->file);
+			enqueue(t, REQ_RESCAN, r->pid, reel_now_mono_ns() + RESCAN_NS, NULL, NULL);
 			break;
 		case REQ_RESCAN:
 			tlsdisc_scan_pid(t->disc, r->pid, REEL_TLSPF_RESCAN);
@@ -262,9 +265,9 @@ int cap_tlsd_run(struct cap_tlsd *t)
 	return 0;
 }
 
-void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *file)
+void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *comm, const char *file)
 {
-	enqueue(t, REQ_EXEC, pid, 0, file);
+	enqueue(t, REQ_EXEC, pid, 0, comm, file);
 }
 
 void cap_tlsd_exit(struct cap_tlsd *t, uint32_t pid)
@@ -282,12 +285,12 @@ void cap_tlsd_exit(struct cap_tlsd *t, uint32_t pid)
 		}
 	}
 	pthread_mutex_unlock(&t->mu);
-	enqueue(t, REQ_EXIT, pid, 0, NULL);
+	enqueue(t, REQ_EXIT, pid, 0, NULL, NULL);
 }
 
 void cap_tlsd_rotated(struct cap_tlsd *t)
 {
-	enqueue(t, REQ_ROTATE, 0, 0, NULL);
+	enqueue(t, REQ_ROTATE, 0, 0, NULL, NULL);
 }
 
 int cap_tlsd_flush(struct cap_tlsd *t, struct cap_out *out)

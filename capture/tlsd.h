@@ -26,10 +26,10 @@ struct tlsdisc *cap_tlsd_disc(struct cap_tlsd *t);
  * the thread keeps). 0 or -errno. */
 int cap_tlsd_run(struct cap_tlsd *t);
 
-/* From the main thread: a process in scope exec'd `file` (scan now, and again a
+/* From the main thread: a process in scope exec'd `file` and is now `comm` (scan now, and again a
  * second later for libraries it loads meanwhile), exited, or the output
  * rotated (every record again, for the new file). */
-void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *file);
+void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *comm, const char *file);
 void cap_tlsd_exit(struct cap_tlsd *t, uint32_t pid);
 void cap_tlsd_rotated(struct cap_tlsd *t);
 

@@ -36,6 +36,8 @@ struct tproc {
 	int32_t err;
 	uint32_t nrefs;
 	struct reel_tlsref refs[PROC_OBJS_MAX];
+	char comm[16];
+	char exe[256];
 };
 
 struct tlsdisc {
@@ -145,9 +147,12 @@ static void emit_lib(struct tlsdisc *d, const struct tobj *t)
 
 static void emit_proc(struct tlsdisc *d, const struct tproc *p)
 {
-	char buf[sizeof(struct reel_tlsproc) + sizeof(p->refs)];
+	char buf[sizeof(struct reel_tlsproc) + sizeof(p->refs) + sizeof(p->exe)];
 	struct reel_tlsproc r = {.pid = p->pid, .flags = p->flags, .err = p->err};
-	int n = reel_tlsproc_encode(buf, sizeof(buf), &r, p->refs, p->nrefs);
+	int n;
+
+	memcpy(r.comm, p->comm, sizeof(r.comm));
+	n = reel_tlsproc_encode(buf, sizeof(buf), &r, p->refs, p->nrefs, p->exe);
 
 	if (n > 0 && d->o.emit)
 		d->o.emit(d->o.emit_ctx, REEL_REC_TLSPROC, buf, n);
@@ -179,6 +184,45 @@ static struct tproc *proc_slot(struct tlsdisc *d, uint32_t pid)
 	memset(&d->procs[d->nproc], 0, sizeof(d->procs[0]));
 	d->procs[d->nproc].pid = pid;
 	return &d->procs[d->nproc++];
+}
+
+void tlsdisc_name_pid(struct tlsdisc *d, uint32_t pid, const char *comm, const char *exe)
+{
+	struct tproc *p = proc_slot(d, pid);
+
+	if (!p)
+		return;
+	if (comm)
+		strncpy(p->comm, comm, sizeof(p->comm) - 1);
+	if (exe)
+		snprintf(p->exe, sizeof(p->exe), "%s", exe);
+}
+
+/* The names /proc gives now, where it still gives them. */
+static void proc_names(struct tproc *p)
+{
+	char path[64], buf[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(p->comm) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			buf[strcspn(buf, "\n")] = 0;
+			memset(p->comm, 0, sizeof(p->comm));
+			memcpy(p->comm, buf, strlen(buf));
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%u/exe", p->pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		snprintf(p->exe, sizeof(p->exe), "%s", buf);
+	}
 }
 
 void tlsdisc_forget_pid(struct tlsdisc *d, uint32_t pid)
@@ -430,6 +474,7 @@ int tlsdisc_scan_pid(struct tlsdisc *d, uint32_t pid, uint32_t flags)
 		p->nrefs = 0;
 	p->flags = flags;
 	p->err = 0;
+	proc_names(p);
 	if (err == -ENOENT || err == -ESRCH) {
 		free(text);
 		if (!(flags & REEL_TLSPF_EXEC)) {
@@ -530,8 +575,10 @@ int tlsdisc_scan_program(struct tlsdisc *d, uint32_t pid, const char *root, cons
 	uint64_t seen[CLOSURE_MAX][2];
 	int nq = 0, head = 0, nseen = 0, ntls = 0, err = 0;
 
-	if (p)
+	if (p) {
 		p->nrefs = 0;
+		snprintf(p->exe, sizeof(p->exe), "%s", exe);
+	}
 	queue[nq] = strdup(exe);
 	if (!queue[nq])
 		return -ENOMEM;

@@ -84,6 +84,11 @@ int tlsdisc_scan_file(struct tlsdisc *d, const char *path);
  * (libssl.so.*, libgnutls.so.*). Returns the number of TLS objects. */
 int tlsdisc_scan_system(struct tlsdisc *d);
 
+/* The names of a process (comm, program path; NULL: unchanged) for its
+ * TLSPROC, when it may be gone before its scan (an exec event names both).
+ * Its scan replaces them with /proc's, where /proc still has the process. */
+void tlsdisc_name_pid(struct tlsdisc *d, uint32_t pid, const char *comm, const char *exe);
+
 /* A process exited: its last TLSPROC is no longer repeated. */
 void tlsdisc_forget_pid(struct tlsdisc *d, uint32_t pid);
 

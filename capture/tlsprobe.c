@@ -115,12 +115,15 @@ void cap_tls_sample(void *ctx, const void *data, uint32_t size)
 		return;
 	if (h.kind == REEL_EV_PROC_EXEC && size >= sizeof(struct reel_ev_proc_exec)) {
 		/* the raw sample is 4-byte aligned: copy, no struct access */
-		char file[REEL_FILENAME_LEN + 1];
+		char file[REEL_FILENAME_LEN + 1], comm[REEL_COMM_LEN + 1];
 
 		memcpy(file, (const char *)data + offsetof(struct reel_ev_proc_exec, filename),
 		       REEL_FILENAME_LEN);
 		file[REEL_FILENAME_LEN] = 0;
-		cap_tlsd_exec(t->d, h.tgid, file);
+		memcpy(comm, (const char *)data + offsetof(struct reel_ev_proc_exec, comm),
+		       REEL_COMM_LEN);
+		comm[REEL_COMM_LEN] = 0;
+		cap_tlsd_exec(t->d, h.tgid, comm, file);
 	} else if (h.kind == REEL_EV_PROC_EXIT)
 		cap_tlsd_exit(t->d, h.tgid);
 }

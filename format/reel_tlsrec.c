@@ -67,34 +67,41 @@ int reel_tlslib_decode(const void *data, uint32_t len, struct reel_tlslib *fixed
 }
 
 int reel_tlsproc_encode(void *buf, size_t cap, const struct reel_tlsproc *fixed,
-			const struct reel_tlsref *refs, uint32_t n)
+			const struct reel_tlsref *refs, uint32_t n, const char *exe)
 {
 	struct reel_tlsproc t = *fixed;
-	uint64_t need = sizeof(t) + (uint64_t)n * sizeof(*refs);
+	uint64_t rl = (uint64_t)n * sizeof(*refs), need;
 
+	t.nrefs = n;
+	t.exe_len = slen(exe);
+	t.reserved = 0;
+	need = sizeof(t) + rl + t.exe_len;
 	if (need > cap)
 		return -ENOSPC;
-	t.nrefs = n;
 	memcpy(buf, &t, sizeof(t));
 	if (n)
-		memcpy((uint8_t *)buf + sizeof(t), refs, (size_t)n * sizeof(*refs));
+		memcpy((uint8_t *)buf + sizeof(t), refs, rl);
+	if (t.exe_len)
+		memcpy((uint8_t *)buf + sizeof(t) + rl, exe, t.exe_len);
 	return (int)need;
 }
 
 int reel_tlsproc_decode(const void *data, uint32_t len, struct reel_tlsproc *fixed,
-			const void **refs)
+			const void **refs, const char **exe)
 {
 	struct reel_tlsproc t;
 
 	if (!data || len < sizeof(t))
 		return -EBADMSG;
 	memcpy(&t, data, sizeof(t));
-	if (t.nrefs > (len - sizeof(t)) / sizeof(struct reel_tlsref))
+	if ((uint64_t)sizeof(t) + (uint64_t)t.nrefs * sizeof(struct reel_tlsref) + t.exe_len > len)
 		return -EBADMSG;
 	if (fixed)
 		*fixed = t;
 	if (refs)
 		*refs = (const uint8_t *)data + sizeof(t);
+	if (exe)
+		*exe = (const char *)data + sizeof(t) + t.nrefs * sizeof(struct reel_tlsref);
 	return 0;
 }
 

@@ -49,6 +49,9 @@ struct conn {
 	struct reasm rs[2]; /* [REEL_DIR_EGRESS], [REEL_DIR_INGRESS] */
 	uint64_t captured[2];
 	bool tls; /* the TLS plaintext stream of tls_parent's socket */
+	/* a ciphertext socket: its bytes began with a TLS handshake record;
+	 * plaintext came for it (a TLS DATA event made tls_sub) */
+	bool tls_hello, tls_seen;
 	/* TLS (bpf/ABI.md): the plaintext of a socket is a connection of its
 	 * own, with its own positions, parser and packet flow. The socket's
 	 * connection (ciphertext) owns it and ends it; reel_ct_find skips it. */

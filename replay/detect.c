@@ -172,6 +172,10 @@ static void on_data(void *ctx, int dir, const struct reasm_chunk *ch)
 	struct reel_pipeline *p = c->p;
 
 	c->captured[dir] += ch->cap;
+	/* a TLS record header: handshake (22), version 3.x */
+	if (!ch->pos && !c->tls && ch->cap >= 3 && ch->data[0] == 0x16 && ch->data[1] == 3 &&
+	    ch->data[2] <= 4)
+		c->tls_hello = true;
 	if (c->fl && c->base[dir] + ch->pos + ch->len > c->fl->pos[dir])
 		c->fl->pos[dir] = c->base[dir] + ch->pos + ch->len;
 	if (c->role == REEL_ROLE_UNKNOWN)

@@ -228,6 +228,19 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 		ev->note.len = rec->len;
 		ev->kind = REEL_EVENT_NOTE;
 		return 0;
+	case REEL_REC_TLSLIB:
+		if (reel_tlslib_decode(rec->data, rec->len, &ev->tlslib.fixed, &ev->tlslib.path,
+				       &ev->tlslib.version, &ev->tlslib.note))
+			return bad(rec, "TLSLIB payload of %u bytes does not parse", rec->len);
+		ev->kind = REEL_EVENT_TLSLIB;
+		return 0;
+	case REEL_REC_TLSPROC:
+		if (reel_tlsproc_decode(rec->data, rec->len, &ev->tlsproc.fixed, &ev->tlsproc.refs,
+					&ev->tlsproc.exe))
+			return bad(rec, "TLSPROC of %u bytes: refs or exe past its end", rec->len);
+		ev->tlsproc.fixed.comm[sizeof(ev->tlsproc.fixed.comm) - 1] = '\0';
+		ev->kind = REEL_EVENT_TLSPROC;
+		return 0;
 	default:
 		ev->kind = REEL_EVENT_UNKNOWN;
 		return 0;
@@ -244,6 +257,7 @@ const char *reel_event_kind_name(enum reel_event_kind k)
 		[REEL_EVENT_DROP] = "DROP",	      [REEL_EVENT_PROC] = "PROC",
 		[REEL_EVENT_CLOCK] = "CLOCK",	      [REEL_EVENT_STATS] = "STATS",
 		[REEL_EVENT_NOTE] = "NOTE",	      [REEL_EVENT_UNKNOWN] = "UNKNOWN",
+		[REEL_EVENT_TLSLIB] = "TLSLIB",	      [REEL_EVENT_TLSPROC] = "TLSPROC",
 	};
 
 	if ((unsigned)k < sizeof(names) / sizeof(names[0]) && names[k])
@@ -355,6 +369,41 @@ static void put_time(struct reel_sb *sb, uint64_t ts, uint64_t t0)
 static void put_conn(struct reel_sb *sb, const struct reel_ev_hdr *h, const struct reel_conn_id *c)
 {
 	reel_sb_printf(sb, " %u/%u fd %d ino %" PRIu64, h->tgid, h->tid, c->fd, c->ino);
+}
+
+/* The TLS report's records (TLSLIB, TLSPROC) as text. */
+static void tls_text(struct reel_sb *sb, const struct reel_event *ev)
+{
+	if (ev->kind == REEL_EVENT_TLSLIB) {
+		const struct reel_tlslib *t = &ev->tlslib.fixed;
+
+		reel_sb_printf(sb, " %s \"", reel_tls_kind_name(t->kind));
+		reel_sb_escape(sb, (const uint8_t *)ev->tlslib.version, t->version_len);
+		reel_sb_printf(sb, "\" %s", reel_tls_status_name(t->status));
+		if (t->err)
+			reel_sb_printf(sb, " (%s)", strerror(-t->err));
+		reel_sb_printf(sb, " %u uprobes dev %" PRIu64 " ino %" PRIu64 " ", t->nhooks,
+			       t->dev, t->ino);
+		reel_sb_escape(sb, (const uint8_t *)ev->tlslib.path, t->path_len);
+		reel_sb_puts(sb, " \"");
+		reel_sb_escape(sb, (const uint8_t *)ev->tlslib.note, t->note_len);
+		reel_sb_puts(sb, "\"");
+	} else {
+		const struct reel_tlsproc *t = &ev->tlsproc.fixed;
+
+		reel_sb_printf(sb, " pid %u comm %s exe ", t->pid, t->comm);
+		reel_sb_escape(sb, (const uint8_t *)ev->tlsproc.exe, t->exe_len);
+		reel_sb_printf(sb, " flags 0x%x", t->flags);
+		if (t->err)
+			reel_sb_printf(sb, " err %s", strerror(-t->err));
+		reel_sb_printf(sb, " %u TLS objects", t->nrefs);
+		for (uint32_t i = 0; i < t->nrefs && i < 16; i++) {
+			struct reel_tlsref r;
+
+			memcpy(&r, (const uint8_t *)ev->tlsproc.refs + i * sizeof(r), sizeof(r));
+			reel_sb_printf(sb, " %" PRIu64 ":%" PRIu64, r.dev, r.ino);
+		}
+	}
 }
 
 int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t preview, char *buf,
@@ -495,6 +544,10 @@ int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t prev
 			       ev->note.len < 512 ? ev->note.len : 512);
 		reel_sb_puts(&sb, "\"");
 		break;
+	case REEL_EVENT_TLSLIB:
+	case REEL_EVENT_TLSPROC:
+		tls_text(&sb, ev);
+		break;
 	default:
 		break;
 	}
@@ -520,6 +573,40 @@ static void json_conn(struct reel_sb *sb, const struct reel_ev_hdr *h, const str
 {
 	reel_sb_printf(sb, ",\"tgid\":%u,\"tid\":%u,\"fd\":%d,\"ino\":%" PRIu64, h->tgid, h->tid,
 		       c->fd, c->ino);
+}
+
+/* The TLS report's records (TLSLIB, TLSPROC) as JSON members. */
+static void tls_json(struct reel_sb *sb, const struct reel_event *ev)
+{
+	if (ev->kind == REEL_EVENT_TLSLIB) {
+		const struct reel_tlslib *t = &ev->tlslib.fixed;
+
+		json_kv_str(sb, "library", reel_tls_kind_name(t->kind),
+			    strlen(reel_tls_kind_name(t->kind)));
+		json_kv_str(sb, "version", ev->tlslib.version, t->version_len);
+		json_kv_str(sb, "status", reel_tls_status_name(t->status),
+			    strlen(reel_tls_status_name(t->status)));
+		reel_sb_printf(sb,
+			       ",\"err\":%d,\"uprobes\":%u,\"dev\":%" PRIu64 ",\"ino\":%" PRIu64,
+			       t->err, t->nhooks, t->dev, t->ino);
+		json_kv_str(sb, "path", ev->tlslib.path, t->path_len);
+		json_kv_str(sb, "note", ev->tlslib.note, t->note_len);
+	} else {
+		const struct reel_tlsproc *t = &ev->tlsproc.fixed;
+
+		reel_sb_printf(sb, ",\"pid\":%u", t->pid);
+		json_kv_str(sb, "comm", t->comm, strnlen(t->comm, sizeof(t->comm)));
+		json_kv_str(sb, "exe", ev->tlsproc.exe, t->exe_len);
+		reel_sb_printf(sb, ",\"flags\":%u,\"err\":%d,\"objects\":[", t->flags, t->err);
+		for (uint32_t i = 0; i < t->nrefs; i++) {
+			struct reel_tlsref r;
+
+			memcpy(&r, (const uint8_t *)ev->tlsproc.refs + i * sizeof(r), sizeof(r));
+			reel_sb_printf(sb, "%s{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 "}",
+				       i ? "," : "", r.dev, r.ino);
+		}
+		reel_sb_putc(sb, ']');
+	}
 }
 
 int reel_event_format_json(const struct reel_event *ev, bool with_payload, char *buf, size_t cap)
@@ -650,6 +737,10 @@ int reel_event_format_json(const struct reel_event *ev, bool with_payload, char 
 		break;
 	case REEL_EVENT_NOTE:
 		json_kv_str(&sb, "text", ev->note.text, ev->note.len);
+		break;
+	case REEL_EVENT_TLSLIB:
+	case REEL_EVENT_TLSPROC:
+		tls_json(&sb, ev);
 		break;
 	default:
 		break;

@@ -61,6 +61,19 @@ static void conn_release(struct reel_pipeline *p, struct conn *c)
 	free(c);
 }
 
+/* "Nothing silent": a connection that spoke TLS and gave no plaintext is
+ * named in the summary with its process. */
+static void tls_missed(struct reel_pipeline *p, const struct conn *c)
+{
+	char what[160];
+
+	snprintf(what, sizeof(what), "%s %s -> %s",
+		 c->role == REEL_ROLE_SERVER ? "server" : "client", reel_conn_epstr(c, 0),
+		 reel_conn_epstr(c, 1));
+	reel_tlsreport_missed(p->tlsr, c->host, c->id.tgid, c->comm, c->exe, what, c->rs[0].next,
+			      c->rs[1].next);
+}
+
 void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum conn_end end,
 		   const uint64_t *final)
 {
@@ -82,6 +95,8 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 	}
 	if (conn_pass(p, c)) {
 		reel_hints_add(p, c);
+		if (p->tlsr && c->tls_hello && !c->tls_seen)
+			tls_missed(p, c);
 		if (p->sum && !c->mirror) {
 			char ep[96];
 
@@ -168,6 +183,7 @@ struct conn *reel_tls_sub_get(struct reel_pipeline *p, struct conn *pc, uint64_t
 		return NULL;
 	c->tls_parent = pc;
 	pc->tls_sub = c;
+	pc->tls_seen = true;
 	c->tls = true;
 	c->l4 = pc->l4;
 	c->have_tuple = pc->have_tuple;

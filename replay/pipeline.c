@@ -204,6 +204,20 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		reel_proc_set(p, ev.file_idx, ev.proc.fixed.pid, ev.proc.fixed.comm, ev.proc.exe,
 			      ev.proc.exe ? ev.proc.fixed.exe_len : 0);
 		break;
+	case REEL_EVENT_TLSLIB:
+		if (p->tlsr)
+			reel_tlsreport_lib(p->tlsr, host_of(p, ev.file_idx), &ev);
+		break;
+	case REEL_EVENT_TLSPROC:
+		if (p->tlsr) {
+			uint32_t host = host_of(p, ev.file_idx);
+			struct proc_info *pi =
+				reel_ct_proc_find(&p->ct, host, ev.tlsproc.fixed.pid);
+
+			reel_tlsreport_proc(p->tlsr, host, &ev, pi ? pi->comm : NULL,
+					    pi ? pi->exe : NULL);
+		}
+		break;
 	case REEL_EVENT_CLOCK:
 		f = file_get(p, ev.file_idx);
 		if (f && ev.clock.mono_ns && ev.clock.real_ns)
@@ -310,7 +324,8 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 		goto fail;
 	if (p->o.summary) {
 		p->sum = reel_summary_new();
-		if (!p->sum)
+		p->tlsr = reel_tlsreport_new();
+		if (!p->sum || !p->tlsr)
 			goto fail;
 	}
 	if (p->o.bpf_filter && *p->o.bpf_filter) {
@@ -482,6 +497,7 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->tot.filtered = p->st.filtered;
 		p->tot.reorder_forced = p->ro.forced;
 		reel_summary_print(p->sum, &p->tot, p->o.summary);
+		reel_tlsreport_print(p->tlsr, p->o.summary);
 		reel_sink_err(p, p->o.summary);
 	}
 	reel_hints_print(p);
@@ -530,6 +546,7 @@ void reel_pipeline__free(struct reel_pipeline *p)
 	if (p->dead)
 		pcap_close(p->dead);
 	reel_summary_free(p->sum);
+	reel_tlsreport_free(p->tlsr);
 	reel_filter_free(p);
 	free(p->files);
 	free(p->line);

@@ -34,6 +34,7 @@
 #include "reorder.h"
 #include "strbuf.h"
 #include "summary.h"
+#include "tlsreport.h"
 #include "workq.h"
 
 #ifndef REEL_VERSION
@@ -117,6 +118,7 @@ struct reel_pipeline {
 	uint8_t *pkt;
 
 	struct reel_summary *sum;
+	struct reel_tlsreport *tlsr; /* with the summary: TLS libraries, TLS with no plaintext */
 	struct reel_pipeline_stats st;
 	struct reel_summary_totals tot;
 	uint64_t serial;

@@ -15,7 +15,8 @@
  *   - replayed: reelplay's transactions (method, target, status, "tls") and
  *     tshark's view of reelplay's pcapng (the HTTP request and status in
  *     plaintext);
- *   - with --no-tls: no plaintext, the library reported "disabled".
+ *   - with --no-tls: no plaintext, the library reported "disabled", and the
+ *     connection listed by `reelplay --summary` under "TLS, no plaintext".
  *
  * Clients: tests/tlsprog/sslcli.c linked statically with libssl.a and
  * linked with Debian's BoringSSL; gnutls-cli against gnutls-serv. The
@@ -364,7 +365,7 @@ static void on_report(struct capfile *cf, const struct reel_record *rec)
 	} else if (rec->type == REEL_REC_TLSPROC && cf->nprocs < 256) {
 		struct proc *p = &cf->procs[cf->nprocs++];
 
-		assert_int_equal(reel_tlsproc_decode(rec->data, rec->len, &p->f, &refs), 0);
+		assert_int_equal(reel_tlsproc_decode(rec->data, rec->len, &p->f, &refs, NULL), 0);
 		memcpy(p->refs, refs, (p->f.nrefs < 8 ? p->f.nrefs : 8) * sizeof(p->refs[0]));
 	}
 }
@@ -537,6 +538,29 @@ struct expect {
 	int http_status;
 };
 
+/* The report as users see it: reelplay --summary names the client's library
+ * with its version and "attached", and no connection of the client under
+ * "TLS, no plaintext"; reeltool info lists it too. */
+static void check_report_shown(const char *name, uint32_t cli, const struct expect *x)
+{
+	char f[128], want[128];
+
+	assert_int_equal(sh("cd '%s' && '%s' %s.reel --summary >%s.sum 2>&1 && '%s' info %s.reel "
+			    ">%s.info 2>&1",
+			    dir, REELPLAY_BIN, name, name, REELTOOL_BIN, name, name),
+			 0);
+	snprintf(f, sizeof(f), "%s.sum", name);
+	snprintf(want, sizeof(want), "pid %u (", cli);
+	assert_int_equal(count_in(f, want, "attached ("), 1);
+	assert_int_equal(count_in(f, want, x->version), 1);
+	snprintf(want, sizeof(want), "pid %u comm ", cli);
+	assert_int_equal(count_in(f, want, NULL), 0);
+	snprintf(f, sizeof(f), "%s.info", name);
+	snprintf(want, sizeof(want), "%s attached", reel_tls_kind_name(x->kind));
+	assert_true(count_in(f, "TLS report:", NULL) == 1);
+	assert_true(count_in(f, "  pid ", want) >= 1);
+}
+
 static void check_capture(const char *name, const struct expect *x)
 {
 	struct capfile *cf = calloc(1, sizeof(*cf));
@@ -604,17 +628,18 @@ static void check_capture(const char *name, const struct expect *x)
 	capfile_free(cf);
 	free(cf);
 	check_replay(name, x->target, x->http_status, x->conns);
+	check_report_shown(name, cli, x);
 }
 
 /* The same client with --no-tls: ciphertext only, the library reported
- * "disabled". */
+ * "disabled", each of the client's connections listed by --summary under
+ * "TLS, no plaintext" with its pid, comm and exe. */
 static void check_no_tls(const char *name, const struct expect *x, const char *comm)
 {
 	struct capfile *cf = calloc(1, sizeof(*cf));
+	char f[128], want[128];
 	const struct lib *l;
 	uint32_t cli;
-
-	(void)comm;
 
 	assert_non_null(cf);
 	read_capture(name, cf);
@@ -626,6 +651,16 @@ static void check_no_tls(const char *name, const struct expect *x, const char *c
 	assert_int_equal(l->f.nhooks, 0);
 	capfile_free(cf);
 	free(cf);
+	assert_int_equal(
+		sh("cd '%s' && '%s' %s.reel --summary >%s.sum 2>&1", dir, REELPLAY_BIN, name, name),
+		0);
+	snprintf(f, sizeof(f), "%s.sum", name);
+	assert_int_equal(count_in(f, "TLS, no plaintext: ", NULL), 1);
+	snprintf(want, sizeof(want), "pid %u comm %s exe ", cli, comm);
+	assert_int_equal(count_in(f, want, "client 127.0.0.1:"), x->conns);
+	/* and the report says why: the library found, not hooked */
+	snprintf(want, sizeof(want), "pid %u (%s, ", cli, comm);
+	assert_int_equal(count_in(f, want, "disabled"), 1);
 }
 
 /* ------------------------------------------------------------------ */

@@ -605,7 +605,7 @@ static void on_emit(void *ctx, uint16_t type, const void *p, uint32_t len)
 		e->libs++;
 	} else {
 		assert_int_equal(type, REEL_REC_TLSPROC);
-		assert_int_equal(reel_tlsproc_decode(p, len, &e->proc, &refs), 0);
+		assert_int_equal(reel_tlsproc_decode(p, len, &e->proc, &refs, NULL), 0);
 		if (e->proc.nrefs)
 			memcpy(&e->ref, refs, sizeof(e->ref));
 		e->procs++;

@@ -73,7 +73,8 @@ if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay)
 	target_compile_definitions(test_capture_tlslibs PRIVATE
 		REELCAP_BIN="$<TARGET_FILE:reelcap>"
 		REELPLAY_BIN="$<TARGET_FILE:reelplay>"
+		REELTOOL_BIN="$<TARGET_FILE:reeltool>"
 		REEL_TLSPROG="${REEL_TLSPROG}")
-	add_dependencies(test_capture_tlslibs reelcap reelplay ${REEL_TLSPROG_TARGETS})
+	add_dependencies(test_capture_tlslibs reelcap reelplay reeltool ${REEL_TLSPROG_TARGETS})
 	set_tests_properties(test_capture_tlslibs PROPERTIES RUN_SERIAL TRUE TIMEOUT 600)
 endif()

@@ -108,6 +108,17 @@ void tool_buf_free(struct tool_buf *b);
 /* JSON string literal (with quotes) of a NUL-terminated string. */
 void tool_json_str(FILE *f, const char *s);
 
+/* ---- reeltool_tls.c: info's TLS section (TLSLIB/TLSPROC records) ---- */
+
+struct tool_tls;
+/* Takes a record (others than TLSLIB/TLSPROC are ignored); *t is made on the
+ * first. Returns 0 or -1 (out of memory). */
+int tool_tls_add(struct tool_tls **t, const struct reel_record *rec);
+/* The section as text, or as a "tls":{...}, JSON member; nothing for NULL. */
+void tool_tls_print(const struct tool_tls *t);
+void tool_tls_print_json(const struct tool_tls *t);
+void tool_tls_free(struct tool_tls *t);
+
 /* ---- timeparse.c: --from / --to ---- */
 
 enum tool_time_kind {

@@ -49,7 +49,8 @@ struct info_acc {
 	uint64_t bad_payloads; /* LOST/DROP records too short to read */
 	bool have_ts;
 	uint64_t ts_min, ts_max;
-	uint64_t damaged; /* read errors */
+	uint64_t damaged;     /* read errors */
+	struct tool_tls *tls; /* reelcap's TLS report, if the file has one */
 };
 
 static const char *const reason_names[NREASONS] = {
@@ -102,6 +103,8 @@ static int account(struct info_acc *a, const struct reel_record *rec)
 	if (!a->have_ts || rec->ts_ns > a->ts_max)
 		a->ts_max = rec->ts_ns;
 	a->have_ts = true;
+	if (tool_tls_add(&a->tls, rec))
+		return -1;
 	if (rec->type == REEL_REC_LOST) {
 		struct reel_lost l;
 
@@ -232,6 +235,7 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 	if (a->bad_payloads)
 		printf("short LOST/DROP: %llu records too short to read\n",
 		       (unsigned long long)a->bad_payloads);
+	tool_tls_print(a->tls);
 	printf("blocks:          %llu good, %llu damaged\n", (unsigned long long)st->blocks_ok,
 	       (unsigned long long)st->blocks_bad);
 	printf("size:            %llu bytes on disk, %llu compressed, %llu raw (ratio %.2f)\n",
@@ -324,6 +328,7 @@ static void print_json(const char *path, const struct reel_header *h, const stru
 	}
 	printf("},");
 	json_u64("short_payloads", a->bad_payloads, true);
+	tool_tls_print_json(a->tls);
 	json_u64("blocks", st->blocks_ok, true);
 	json_u64("damaged_blocks", st->blocks_bad, true);
 	json_u64("file_bytes", st->file_size, true);
@@ -372,6 +377,7 @@ static int info_one(const char *path, bool json, bool first)
 		status = EXIT_DAMAGE;
 out:
 	free(a.cpus);
+	tool_tls_free(a.tls);
 	reel_reader__close(r);
 	return status;
 }

@@ -196,13 +196,18 @@ struct reel_tlsref {
 
 /* TLSPROC payload: the TLS objects a process in scope maps, as found when
  * the capture started or after an exec; nrefs 0 = none found. A later
- * TLSPROC of the same pid replaces the earlier one. */
+ * TLSPROC of the same pid replaces the earlier one. The process's names are
+ * in it: a short-lived process may be gone (and its PROC_EXIT replayed)
+ * before its report is written. */
 struct reel_tlsproc {
 	uint32_t pid;
 	uint32_t flags; /* REEL_TLSPF_* */
 	int32_t err;	/* negative errno when the process's mappings could not be read */
 	uint32_t nrefs;
-	/* struct reel_tlsref refs[nrefs]; */
+	char comm[16];	  /* NUL-padded */
+	uint32_t exe_len; /* the program's path, after the refs */
+	uint32_t reserved;
+	/* struct reel_tlsref refs[nrefs]; char exe[exe_len]; */
 };
 #define REEL_TLSPF_AT_START 1 /* scanned when the capture started */
 #define REEL_TLSPF_EXEC	    2 /* scanned after an exec during the capture */
@@ -629,14 +634,16 @@ int reel_tlslib_encode(void *buf, size_t cap, const struct reel_tlslib *fixed, c
 int reel_tlslib_decode(const void *data, uint32_t len, struct reel_tlslib *fixed, const char **path,
 		       const char **version, const char **note);
 
-/* TLSPROC payload with n refs: the length or -ENOSPC. */
+/* TLSPROC payload with n refs and the exe path (NULL = empty): the length
+ * or -ENOSPC. */
 int reel_tlsproc_encode(void *buf, size_t cap, const struct reel_tlsproc *fixed,
-			const struct reel_tlsref *refs, uint32_t n);
+			const struct reel_tlsref *refs, uint32_t n, const char *exe);
 
 /* Parses a TLSPROC payload; *refs points into `data` (may be unaligned: copy
- * each with memcpy). Returns 0 or -EBADMSG. */
+ * each with memcpy), *exe too (not NUL-terminated: exe_len). Returns 0 or
+ * -EBADMSG. */
 int reel_tlsproc_decode(const void *data, uint32_t len, struct reel_tlsproc *fixed,
-			const void **refs);
+			const void **refs, const char **exe);
 
 /* "OpenSSL", "BoringSSL", "GnuTLS", "Go crypto/tls" or "?"; "attached",
  * "disabled", "failed", "unsupported" or "?". */

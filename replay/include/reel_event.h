@@ -36,6 +36,8 @@ enum reel_event_kind {
 	REEL_EVENT_CLOCK,
 	REEL_EVENT_STATS,
 	REEL_EVENT_NOTE,
+	REEL_EVENT_TLSLIB,  /* reelcap's TLS report: a TLS library found */
+	REEL_EVENT_TLSPROC, /* reelcap's TLS report: the TLS libraries of a process */
 	REEL_EVENT_UNKNOWN, /* unknown record type or unknown sample kind: skipped */
 };
 
@@ -75,6 +77,15 @@ struct reel_event {
 			const char *text;
 			uint32_t len;
 		} note;
+		struct {
+			struct reel_tlslib fixed;
+			const char *path, *version, *note; /* not NUL-terminated: lengths */
+		} tlslib;
+		struct {
+			struct reel_tlsproc fixed;
+			const void *refs; /* fixed.nrefs struct reel_tlsref: memcpy each */
+			const char *exe;  /* not NUL-terminated: fixed.exe_len */
+		} tlsproc;
 	};
 };
 

@@ -51,10 +51,12 @@ static void consume(const struct reel_record *rec)
 		struct reel_tlsproc t;
 		struct reel_tlsref ref;
 		const void *refs;
+		const char *exe;
 
-		if (!reel_tlsproc_decode(rec->data, rec->len, &t, &refs) && t.nrefs) {
-			memcpy(&ref, (const uint8_t *)refs + (t.nrefs - 1) * sizeof(ref), sizeof(ref));
-			sink += ref.ino;
+		if (!reel_tlsproc_decode(rec->data, rec->len, &t, &refs, &exe) && t.nrefs) {
+			memcpy(&ref, (const uint8_t *)refs + (t.nrefs - 1) * sizeof(ref),
+			       sizeof(ref));
+			sink += ref.ino + (t.exe_len ? (uint8_t)exe[t.exe_len - 1] : 0);
 		}
 	}
 }
