@@ -118,19 +118,79 @@ static __always_inline void tls_emit_lost(void *ctx, const struct call_args *a,
 	output(ctx, &ev, sizeof(ev));
 }
 
-/* Return of the call: `ret` plaintext bytes (or *outlen for _ex, which
- * return 1 on success) at the buffer, for the socket of the call. */
-static __always_inline int tls_exit(struct pt_regs *ctx)
+/* `n` plaintext bytes of the call t at its buffer, now returned: for its
+ * socket (the fd a data syscall of the call named, or the one its library
+ * object last used), as a stream of its own. Every library's return ends
+ * here. */
+static __always_inline int tls_emit(void *ctx, __u64 id, struct tls_call *t, __u64 n)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct tls_call *tp = bpf_map_lookup_elem(&tls_calls, &id), t;
-	long ret = PT_REGS_RC(ctx);
 	struct call_args a = {};
 	struct msg_desc m = {};
 	struct emit_conn ec;
 	struct tls_key k = {};
 	struct conn_state *c;
 	struct scratch *s;
+
+	if (!n)
+		return 0;
+	if (t->fd < 0) {
+		__s32 *f;
+
+		k.ssl = t->ssl;
+		k.tgid = id >> 32;
+		f = bpf_map_lookup_elem(&tls_fds, &k);
+		if (!f) {
+			kstat_inc(RS_TLS_NOFD);
+			return 0;
+		}
+		t->fd = *f;
+	}
+	a.id = id;
+	a.fd = t->fd;
+	a.sys = t->sys;
+	a.dir = t->dir;
+	if (fd_sock_info(bpf_get_current_task_btf(), t->fd, &a.si)) {
+		kstat_inc(RS_TLS_NOFD);
+		return 0;
+	}
+	if (!ports_match(&a.si))
+		return 0;
+	c = conn_get(ctx, id >> 32, t->fd, &a.si, REEL_ROLE_UNKNOWN, t->sys, 0, false);
+	if (!c)
+		return 0;
+	s = tls_scratch_get();
+	if (!s)
+		return 0;
+	/* preempted while another thread's TLS return on this CPU holds the
+	 * buffer (not atomic: two preemptions in a few instructions would be
+	 * needed to slip through) */
+	if (s->busy) {
+		kstat_inc(RS_TLS_BUSY);
+		tls_emit_lost(ctx, &a, c, n);
+		return 0;
+	}
+	s->busy = 1;
+	m.buf = t->buf;
+	m.buflen = n;
+	m.total = n;
+	m.call_len = n;
+	m.flags = REEL_DATAF_TLS;
+	m.tls = 1;
+	/* the plaintext is a stream of its own: positions of its own */
+	m.pos = __sync_fetch_and_add(&c->tls_pos[a.dir & 1], n);
+	emit_conn_of(&ec, &a, c);
+	emit_msg(ctx, s, &ec, &m);
+	s->busy = 0;
+	return 0;
+}
+
+/* Return of a C library call: `ret` plaintext bytes (or *outlen for _ex,
+ * which return 1 on success) at the buffer. */
+static __always_inline int tls_exit(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_call *tp = bpf_map_lookup_elem(&tls_calls, &id), t;
+	long ret = PT_REGS_RC(ctx);
 	__u64 n;
 
 	if (!tp)
@@ -146,57 +206,7 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 			return 0;
 		n = (__u32)(int)ret;
 	}
-	if (!n)
-		return 0;
-	if (t.fd < 0) {
-		__s32 *f;
-
-		k.ssl = t.ssl;
-		k.tgid = id >> 32;
-		f = bpf_map_lookup_elem(&tls_fds, &k);
-		if (!f) {
-			kstat_inc(RS_TLS_NOFD);
-			return 0;
-		}
-		t.fd = *f;
-	}
-	a.id = id;
-	a.fd = t.fd;
-	a.sys = t.sys;
-	a.dir = t.dir;
-	if (fd_sock_info(bpf_get_current_task_btf(), t.fd, &a.si)) {
-		kstat_inc(RS_TLS_NOFD);
-		return 0;
-	}
-	if (!ports_match(&a.si))
-		return 0;
-	c = conn_get(ctx, id >> 32, t.fd, &a.si, REEL_ROLE_UNKNOWN, t.sys, 0, false);
-	if (!c)
-		return 0;
-	s = tls_scratch_get();
-	if (!s)
-		return 0;
-	/* preempted while another thread's TLS return on this CPU holds the
-	 * buffer (not atomic: two preemptions in a few instructions would be
-	 * needed to slip through) */
-	if (s->busy) {
-		kstat_inc(RS_TLS_BUSY);
-		tls_emit_lost(ctx, &a, c, n);
-		return 0;
-	}
-	s->busy = 1;
-	m.buf = t.buf;
-	m.buflen = n;
-	m.total = n;
-	m.call_len = n;
-	m.flags = REEL_DATAF_TLS;
-	m.tls = 1;
-	/* the plaintext is a stream of its own: positions of its own */
-	m.pos = __sync_fetch_and_add(&c->tls_pos[a.dir & 1], n);
-	emit_conn_of(&ec, &a, c);
-	emit_msg(ctx, s, &ec, &m);
-	s->busy = 0;
-	return 0;
+	return tls_emit(ctx, id, &t, n);
 }
 
 SEC("uprobe")
@@ -248,5 +258,7 @@ int ssl_read_ex_exit(struct pt_regs *ctx)
 {
 	return tls_exit(ctx);
 }
+
+#include "reel_tls_go.bpf.h"
 
 #endif /* REEL_TLS_BPF_H */

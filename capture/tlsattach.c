@@ -9,7 +9,8 @@
  *   SSL_write_ex / SSL_read_ex               ssl_write_ex_* / ssl_read_ex_*
  *   gnutls_record_send / _recv               ssl_write_* / ssl_read_*: the
  *        same shape (session, buf, size) -> bytes moved or < 0
- *   Go (*Conn).Write / Read                  none yet (-EOPNOTSUPP)
+ *   Go (*Conn).Write / Read                  go_write_* / go_read_*: a uprobe
+ *        at the entry and one on each RET instruction (no uretprobes)
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -48,6 +49,15 @@ static struct bpf_program *prog_for(const struct cap_tlsattach *a, const struct 
 	const struct reel_trace *s = a->skel;
 	bool ret = h->at == TLSA_RETURN;
 
+	if (h->fn == TLSF_GO_WRITE || h->fn == TLSF_GO_READ) {
+		bool w = h->fn == TLSF_GO_WRITE;
+
+		if (h->at == TLSA_RET)
+			return w ? s->progs.go_write_ret : s->progs.go_read_ret;
+		if (h->at == TLSA_ENTRY)
+			return w ? s->progs.go_write_enter : s->progs.go_read_enter;
+		return NULL;
+	}
 	if (h->at == TLSA_RET)
 		return NULL;
 	switch (h->fn) {

@@ -171,6 +171,8 @@ void cap_tls_noload(struct reel_trace *skel)
 		skel->progs.ssl_write_ex_enter, skel->progs.ssl_write_ex_exit,
 		skel->progs.ssl_read_enter,	skel->progs.ssl_read_exit,
 		skel->progs.ssl_read_ex_enter,	skel->progs.ssl_read_ex_exit,
+		skel->progs.go_write_enter,	skel->progs.go_write_ret,
+		skel->progs.go_read_enter,	skel->progs.go_read_ret,
 	};
 
 	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)

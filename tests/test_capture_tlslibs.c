@@ -52,7 +52,7 @@ static char dir[512];
 static uint8_t *body;
 
 /* The servers, started once, outside reelcap (traced with -p). */
-enum server { SRV_OPENSSL, SRV_GNUTLS, SRV_COUNT };
+enum server { SRV_OPENSSL, SRV_GNUTLS, SRV_GO, SRV_GO_STRIPPED, SRV_COUNT };
 static pid_t srv_pid[SRV_COUNT];
 static int srv_port[SRV_COUNT];
 
@@ -198,6 +198,11 @@ static int group_setup(void **state)
 	if (have("gnutls-serv"))
 		start_server(SRV_GNUTLS, "gnutls-serv --http -p $PORT --x509certfile cert.pem "
 					 "--x509keyfile key.pem");
+	if (exists(REEL_TLSPROG "/gotls") && exists(REEL_TLSPROG "/gotls-stripped")) {
+		start_server(SRV_GO, REEL_TLSPROG "/gotls server 127.0.0.1:$PORT cert.pem key.pem");
+		start_server(SRV_GO_STRIPPED, REEL_TLSPROG
+			     "/gotls-stripped server 127.0.0.1:$PORT cert.pem key.pem");
+	}
 	return 0;
 }
 
@@ -533,6 +538,7 @@ struct expect {
 	const uint8_t *tail; /* ... ending with these bytes (NULL: not checked) */
 	size_t tail_len;
 	int conns;	    /* connections the client makes */
+	int txns;	    /* transactions in all (0: one per connection) */
 	bool server_plain;  /* the server's library calls are hooked too */
 	const char *target; /* HTTP target and status for replay */
 	int http_status;
@@ -627,7 +633,7 @@ static void check_capture(const char *name, const struct expect *x)
 		fail_msg("version '%s', want '%s...'", l->version, x->version);
 	capfile_free(cf);
 	free(cf);
-	check_replay(name, x->target, x->http_status, x->conns);
+	check_replay(name, x->target, x->http_status, x->txns ? x->txns : x->conns);
 	check_report_shown(name, cli, x);
 }
 
@@ -779,12 +785,90 @@ static void test_gnutls(void **state)
 	check_no_tls("gnutls-notls", &x, "gnutls-cli");
 }
 
+/* The Go test program's body of SIZE bytes (tests/tlsprog/gotls.go). */
+static uint8_t *go_body(size_t size)
+{
+	uint8_t *b = malloc(size);
+
+	assert_non_null(b);
+	for (size_t i = 0; i < size; i++)
+		b[i] = (uint8_t)(i * 7 + size + i / 251);
+	return b;
+}
+
+#define GO_SIZE	 100000
+#define GO_PATHS "/n/100000 /n/100000"
+
+/* A Go client and a Go server (net/http over crypto/tls, HTTP/1.1, one
+ * kept-alive connection, two requests), both built from gotls.go by the
+ * same toolchain, with symbols or stripped: the hooks come from
+ * .gopclntab. The client writes each request as its transport sends it to
+ * NAME.dump: the plaintext must be those bytes. */
+static void run_go(const char *name, enum server srv, const char *prog, const char *comm)
+{
+	char cmd[1024], path[700], v[64] = "";
+	uint8_t *tail = go_body(GO_SIZE);
+	char *dump;
+	FILE *p;
+	struct expect x = {
+		.srv = srv,
+		.kind = REEL_TLS_GO,
+		.version = v,
+		.status = "HTTP/1.1 200 OK\r\n",
+		.tail = tail,
+		.tail_len = GO_SIZE,
+		.conns = 1,
+		.txns = 2,
+		.server_plain = true,
+		.target = "/n/100000",
+		.http_status = 200,
+	};
+
+	need(srv, prog);
+	p = popen("go env GOVERSION 2>/dev/null", "r");
+	if (!p || !fgets(v, sizeof(v), p))
+		snprintf(v, sizeof(v), "go1.");
+	v[strcspn(v, "\n")] = 0;
+	if (p)
+		pclose(p);
+	snprintf(cmd, sizeof(cmd), "%s client https://127.0.0.1:%d %s.dump %s", prog, srv_port[srv],
+		 name, GO_PATHS);
+	capture(name, "", srv, cmd);
+	snprintf(path, sizeof(path), "%s/%s.dump", dir, name);
+	dump = cit_slurp(path, NULL);
+	assert_non_null(dump);
+	assert_non_null(strstr(dump, "GET /n/100000 HTTP/1.1\r\n"));
+	x.request = dump;
+	check_capture(name, &x);
+	free(dump);
+
+	snprintf(path, sizeof(path), "%s-notls", name);
+	snprintf(cmd, sizeof(cmd), "%s client https://127.0.0.1:%d %s.dump %s", prog, srv_port[srv],
+		 path, GO_PATHS);
+	capture(path, "--no-tls", srv, cmd);
+	check_no_tls(path, &x, comm);
+	free(tail);
+}
+
+static void test_go(void **state)
+{
+	(void)state;
+	run_go("go", SRV_GO, REEL_TLSPROG "/gotls", "gotls");
+}
+
+/* -ldflags '-s -w': no .symtab, no DWARF; .gopclntab still names them. */
+static void test_go_stripped(void **state)
+{
+	(void)state;
+	run_go("gostripped", SRV_GO_STRIPPED, REEL_TLSPROG "/gotls-stripped", "gotls-stripped");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_static_openssl),
-		cmocka_unit_test(test_boringssl),
-		cmocka_unit_test(test_gnutls),
+		cmocka_unit_test(test_static_openssl), cmocka_unit_test(test_boringssl),
+		cmocka_unit_test(test_gnutls),	       cmocka_unit_test(test_go),
+		cmocka_unit_test(test_go_stripped),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
