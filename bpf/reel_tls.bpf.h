@@ -37,11 +37,19 @@ struct tls_key {
 	__u32 pad;
 };
 
+/* A socket: its fd and the inode it had then (an fd closed and reused for
+ * another socket no longer matches). */
+struct tls_sock {
+	__s32 fd;
+	__u32 pad;
+	__u64 ino;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct tls_key);
-	__type(value, __s32);
+	__type(value, struct tls_sock);
 } tls_fds SEC(".maps");
 
 /* Set by reelcap once the TLS uprobes are attached: until then (and with
@@ -53,23 +61,97 @@ volatile __u32 tls_live = 0;
  * else changes. */
 volatile __s64 tls_inflight = 0;
 
+/* Processes (tgid) whose TLS library moved bytes with no socket syscall
+ * during the call and no socket known for its object: memory BIOs (node),
+ * the process doing its own socket I/O around the library. For those, each
+ * thread's last socket read is kept (tls_last_rx): a memory-BIO reader
+ * feeds the ciphertext it just read into the library and reads the
+ * plaintext out in the same callback. tls_membio_n (processes flagged so
+ * far, never decreased) keeps the syscall programs from looking while 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} tls_membio SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct tls_sock);
+} tls_last_rx SEC(".maps");
+
+volatile __u32 tls_membio_n = 0;
+
 /* A data syscall on a socket in scope: when the thread is inside a TLS
  * library call, this is the call's socket (the library reads and writes the
- * TLS records through it). */
+ * TLS records through it); a read of a memory-BIO process is its thread's
+ * last. */
 static __always_inline void tls_note_fd(const struct call_args *a)
 {
+	struct tls_sock sk = {.fd = a->fd, .ino = a->si.ino};
 	struct tls_call *t;
 	struct tls_key k = {};
+	__u32 tgid = a->id >> 32;
 
-	if (!tls_live || tls_inflight <= 0)
+	if (!tls_live)
+		return;
+	if (tls_membio_n && a->dir == REEL_DIR_INGRESS && bpf_map_lookup_elem(&tls_membio, &tgid))
+		bpf_map_update_elem(&tls_last_rx, &a->id, &sk, BPF_ANY);
+	if (tls_inflight <= 0)
 		return;
 	t = bpf_map_lookup_elem(&tls_calls, &a->id);
 	if (!t || t->fd == a->fd)
 		return;
 	t->fd = a->fd;
 	k.ssl = t->ssl;
-	k.tgid = a->id >> 32;
-	bpf_map_update_elem(&tls_fds, &k, &a->fd, BPF_ANY);
+	k.tgid = tgid;
+	bpf_map_update_elem(&tls_fds, &k, &sk, BPF_ANY);
+}
+
+/* A call that made no socket syscall (t->fd < 0), at its return, whatever it
+ * returned. In a process not flagged yet: an object with a known socket is
+ * an ordinary read served from the library's buffer; one without flags the
+ * process as a memory-BIO user. In a flagged process:
+ *   - a read takes its thread's last socket read and teaches it to the
+ *     object (tls_fds): refreshed at every read, the handshake's included;
+ *   - a write takes the object's socket if that fd still names the same
+ *     socket, else (an SSL * freed and reused for another connection, or a
+ *     write that drives the handshake before any read, as node's first
+ *     request does) its thread's last socket read, which it teaches.
+ * Right when the thread runs one connection's callback at a time around
+ * the library, as node's event loop does (test_capture_tlslibs counts). */
+static __always_inline void tls_membio_fd(struct tls_call *t, __u64 id)
+{
+	struct tls_key k = {};
+	struct tls_sock *sk, *rx;
+	struct sock_info si;
+	__u32 tgid = id >> 32;
+	__u8 one = 1;
+
+	k.ssl = t->ssl;
+	k.tgid = tgid;
+	if (!bpf_map_lookup_elem(&tls_membio, &tgid)) {
+		if (bpf_map_lookup_elem(&tls_fds, &k))
+			return;
+		if (!bpf_map_update_elem(&tls_membio, &tgid, &one, BPF_NOEXIST))
+			__sync_fetch_and_add(&tls_membio_n, 1);
+		return;
+	}
+	if (t->dir == REEL_DIR_EGRESS) {
+		sk = bpf_map_lookup_elem(&tls_fds, &k);
+		if (sk && !fd_sock_info(bpf_get_current_task_btf(), sk->fd, &si) &&
+		    si.ino == sk->ino) {
+			t->fd = sk->fd;
+			return;
+		}
+	}
+	rx = bpf_map_lookup_elem(&tls_last_rx, &id);
+	if (!rx)
+		return;
+	t->fd = rx->fd;
+	bpf_map_update_elem(&tls_fds, &k, rx, BPF_ANY);
 }
 
 /* Entry of SSL_read/SSL_write(ssl, buf, num) and of the _ex variants
@@ -134,7 +216,7 @@ static __always_inline int tls_emit(void *ctx, __u64 id, struct tls_call *t, __u
 	if (!n)
 		return 0;
 	if (t->fd < 0) {
-		__s32 *f;
+		struct tls_sock *f;
 
 		k.ssl = t->ssl;
 		k.tgid = id >> 32;
@@ -143,7 +225,7 @@ static __always_inline int tls_emit(void *ctx, __u64 id, struct tls_call *t, __u
 			kstat_inc(RS_TLS_NOFD);
 			return 0;
 		}
-		t->fd = *f;
+		t->fd = f->fd;
 	}
 	a.id = id;
 	a.fd = t->fd;
@@ -198,6 +280,8 @@ static __always_inline int tls_exit(struct pt_regs *ctx)
 	t = *tp;
 	if (!bpf_map_delete_elem(&tls_calls, &id))
 		__sync_fetch_and_add(&tls_inflight, -1);
+	if (t.fd < 0)
+		tls_membio_fd(&t, id);
 	if (t.outlen) {
 		if ((int)ret != 1 || bpf_probe_read_user(&n, sizeof(n), (void *)t.outlen))
 			return 0;

@@ -159,9 +159,8 @@ static pid_t start_server(enum server s, const char *cmd)
 	return pid;
 }
 
-static void make_body(uint8_t *b, size_t n)
+static void make_bytes(uint8_t *b, size_t n, uint64_t x)
 {
-	uint64_t x = 0x2545f4914f6cdd1dull;
 
 	for (size_t i = 0; i < n; i++) {
 		x ^= x << 13;
@@ -169,6 +168,11 @@ static void make_body(uint8_t *b, size_t n)
 		x ^= x << 17;
 		b[i] = (uint8_t)x;
 	}
+}
+
+static void make_body(uint8_t *b, size_t n)
+{
+	make_bytes(b, n, 0x2545f4914f6cdd1dull);
 }
 
 static int group_setup(void **state)
@@ -863,12 +867,141 @@ static void test_go_stripped(void **state)
 	run_go("gostripped", SRV_GO_STRIPPED, REEL_TLSPROG "/gotls-stripped", "gotls-stripped");
 }
 
+#define NODE_CONNS 4
+
+/* File k served to node: distinct sizes and bytes. */
+static size_t node_file(int k, uint8_t **out)
+{
+	size_t n = 30011 + 7919 * (size_t)k;
+	uint8_t *b = malloc(n);
+
+	assert_non_null(b);
+	make_bytes(b, n, 0x9e3779b97f4a7c15ull * (uint64_t)(k + 1));
+	*out = b;
+	return n;
+}
+
+/* node's https client (its embedded OpenSSL, memory BIOs: no socket call
+ * inside SSL_read/SSL_write) against openssl s_server -WWW: NODE_CONNS
+ * requests at once, each on a connection of its own, through one event
+ * loop thread. Each connection's plaintext must be the request node wrote
+ * for one file and the response carrying that same file: a plaintext tied
+ * to the wrong socket shows as a request and a body that disagree. */
+static void test_node(void **state)
+{
+	char cmd[1024], path[700], paths[256] = "";
+	uint8_t *files[NODE_CONNS];
+	size_t sizes[NODE_CONNS];
+	char *reqs[NODE_CONNS];
+	bool seen[NODE_CONNS] = {false};
+	struct capfile *cf;
+	const struct lib *l;
+	uint32_t cli;
+	int right = 0;
+	struct expect x = {
+		.srv = SRV_OPENSSL,
+		.kind = REEL_TLS_OPENSSL,
+		.conns = NODE_CONNS,
+	};
+
+	(void)state;
+	need(SRV_OPENSSL, "node");
+	for (int k = 0; k < NODE_CONNS; k++) {
+		FILE *f;
+
+		sizes[k] = node_file(k, &files[k]);
+		snprintf(path, sizeof(path), "%s/n%d.bin", dir, k);
+		f = fopen(path, "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(files[k], 1, sizes[k], f), sizes[k]);
+		fclose(f);
+		snprintf(paths + strlen(paths), sizeof(paths) - strlen(paths), " /n%d.bin", k);
+	}
+	snprintf(cmd, sizeof(cmd), "node %s/tlsprog/nodecli.js %d node%s", REEL_TESTS_DIR,
+		 srv_port[SRV_OPENSSL], paths);
+	capture("node", "", SRV_OPENSSL, cmd);
+	for (int k = 0; k < NODE_CONNS; k++) {
+		size_t n;
+
+		snprintf(path, sizeof(path), "%s/node.%d.got", dir, k);
+		reqs[k] = cit_slurp(path, &n);
+		assert_non_null(reqs[k]);
+		assert_int_equal(n, sizes[k]);
+		assert_memory_equal(reqs[k], files[k], n);
+		free(reqs[k]);
+		snprintf(path, sizeof(path), "%s/node.%d.req", dir, k);
+		reqs[k] = cit_slurp(path, NULL);
+		assert_non_null(reqs[k]);
+	}
+
+	cf = calloc(1, sizeof(*cf));
+	assert_non_null(cf);
+	read_capture("node", cf);
+	cli = client_pid(cf, SRV_OPENSSL);
+	for (int c = 0; c < NODE_CONNS; c++) {
+		struct flow *f = flow_of(cf, cli, srv_port[SRV_OPENSSL], false, c);
+		size_t out_len, in_len;
+		uint8_t *out, *in;
+		int k;
+
+		assert_non_null(f);
+		out = joined(&f->plain[REEL_DIR_EGRESS], &out_len);
+		in = joined(&f->plain[REEL_DIR_INGRESS], &in_len);
+		for (k = 0; k < NODE_CONNS; k++)
+			if (out_len == strlen(reqs[k]) && !memcmp(out, reqs[k], out_len))
+				break;
+		if (k < NODE_CONNS && !seen[k] && in_len > sizes[k] &&
+		    !memcmp(in, "HTTP/1.0 200 ok\r\n", 17) &&
+		    !memcmp(in + in_len - sizes[k], files[k], sizes[k])) {
+			seen[k] = true;
+			right++;
+		}
+		free(out);
+		free(in);
+	}
+	printf("node: %d of %d connections with their own request and response\n", right,
+	       NODE_CONNS);
+	assert_int_equal(right, NODE_CONNS);
+	assert_null(flow_of(cf, cli, srv_port[SRV_OPENSSL], false, NODE_CONNS));
+	l = report_lib(cf, cli, REEL_TLS_OPENSSL);
+	assert_non_null(l);
+	assert_int_equal(l->f.status, REEL_TLSS_ATTACHED);
+	assert_non_null(strstr(l->path, "node"));
+	capfile_free(cf);
+	free(cf);
+
+	assert_int_equal(
+		sh("cd '%s' && '%s' node.reel --json node.json -w node.pcapng 2>node.rp.err", dir,
+		   REELPLAY_BIN),
+		0);
+	assert_int_equal(count_in("node.json", "\"type\":\"txn\"", "\"tls\":true"), NODE_CONNS);
+	assert_int_equal(count_in("node.json", "\"target\":\"/n", "\"status\":200"), NODE_CONNS);
+	if (have("tshark")) {
+		assert_int_equal(sh("cd '%s' && tshark -r node.pcapng -Y http -T fields -e "
+				    "http.request.method -e http.request.uri -e http.response.code "
+				    ">node.tshark 2>&1",
+				    dir),
+				 0);
+		assert_int_equal(count_in("node.tshark", "GET\t/n", NULL), NODE_CONNS);
+		assert_int_equal(count_in("node.tshark", "\t\t200", NULL), NODE_CONNS);
+	}
+
+	snprintf(cmd, sizeof(cmd), "node %s/tlsprog/nodecli.js %d node-notls%s", REEL_TESTS_DIR,
+		 srv_port[SRV_OPENSSL], paths);
+	capture("node-notls", "--no-tls", SRV_OPENSSL, cmd);
+	check_no_tls("node-notls", &x, "node");
+	for (int k = 0; k < NODE_CONNS; k++) {
+		free(files[k]);
+		free(reqs[k]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_static_openssl), cmocka_unit_test(test_boringssl),
 		cmocka_unit_test(test_gnutls),	       cmocka_unit_test(test_go),
-		cmocka_unit_test(test_go_stripped),
+		cmocka_unit_test(test_go_stripped),    cmocka_unit_test(test_node),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

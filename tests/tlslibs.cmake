@@ -74,7 +74,8 @@ if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay)
 		REELCAP_BIN="$<TARGET_FILE:reelcap>"
 		REELPLAY_BIN="$<TARGET_FILE:reelplay>"
 		REELTOOL_BIN="$<TARGET_FILE:reeltool>"
-		REEL_TLSPROG="${REEL_TLSPROG}")
+		REEL_TLSPROG="${REEL_TLSPROG}"
+		REEL_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 	add_dependencies(test_capture_tlslibs reelcap reelplay reeltool ${REEL_TLSPROG_TARGETS})
 	set_tests_properties(test_capture_tlslibs PROPERTIES RUN_SERIAL TRUE TIMEOUT 600)
 endif()
