@@ -56,6 +56,12 @@ struct conn {
 	 * own, with its own positions, parser and packet flow. The socket's
 	 * connection (ciphertext) owns it and ends it; reel_ct_find skips it. */
 	struct conn *tls_sub, *tls_parent;
+	/* The other traced end of this socket ended, with a plaintext stream,
+	 * before this socket's plaintext came (a library call's return, where
+	 * the plaintext is taken, can come after the peer read, answered and
+	 * closed): that stream's serial and flow stand for the plaintext this
+	 * socket gets later (0: none). */
+	uint64_t tls_gone_serial, tls_gone_flow;
 
 	/* L7 */
 	const struct reel_l7_parser *parser;

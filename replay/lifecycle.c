@@ -80,6 +80,10 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 	struct reel_l7_emit emit = {c, reel_on_txn};
 	struct reel_sb sb;
 
+	if (c->tls_sub && c->twin && !c->twin->tls_sub) {
+		c->twin->tls_gone_serial = c->tls_sub->serial;
+		c->twin->tls_gone_flow = c->tls_sub->fl->id;
+	}
 	if (c->tls_sub) /* the plaintext ends with its socket, first */
 		reel_conn_end(p, c->tls_sub, ts, end, NULL);
 	if (c->tls_parent)
@@ -210,6 +214,15 @@ struct conn *reel_tls_sub_get(struct reel_pipeline *p, struct conn *pc, uint64_t
 		c->mirror = true;
 		p->tot.mirror_conns++;
 		c->fl->mirror_of = o->fl->id;
+	} else if (pc->tls_gone_serial) {
+		/* its twin's plaintext, gone already, told the exchange */
+		c->mirror = true;
+		p->tot.mirror_conns++;
+		c->fl->mirror_of = pc->tls_gone_flow;
+		if (!p->o.each_end) {
+			c->l7_off = true;
+			c->txns_from = pc->tls_gone_serial;
+		}
 	}
 	return c;
 }
