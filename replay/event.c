@@ -162,19 +162,20 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 	if (rec->len && !rec->data)
 		return bad(rec, "record of %u bytes without data", rec->len);
 
-	/* DATA, nearly every record: checked as decode_sample does, in one go
-	 * (anything else, or a DATA that fails a check, takes decode_sample;
-	 * so does every version 1 event, whose chunks were at most
-	 * REEL_CHUNK_MAX_V1: their layouts are the same) */
+	/* DATA, nearly every record, of any version: checked as decode_sample
+	 * does, in one go (anything else, or a DATA that fails a check, takes
+	 * decode_sample). The layouts are the same; version 1 chunks were at
+	 * most REEL_CHUNK_MAX_V1. */
 	if (rec->type == REEL_REC_SAMPLE && rec->len >= sizeof(struct reel_ev_data)) {
 		struct reel_ev_data *x = &ev->data.hdr;
 
 		memcpy(x, rec->data, sizeof(*x));
-		if (x->hdr.kind == REEL_EV_DATA && x->hdr.abi_version == REEL_ABI_VERSION &&
-		    x->hdr.size >= sizeof(*x) && x->hdr.size <= rec->len &&
-		    x->cap_len <= x->hdr.size - sizeof(*x) && x->cap_len <= x->len &&
-		    x->cap_len <= REEL_CHUNK_MAX && x->dir <= REEL_DIR_INGRESS &&
-		    x->stream_pos + x->len >= x->stream_pos) {
+		if (x->hdr.kind == REEL_EV_DATA && x->hdr.abi_version >= 1 &&
+		    x->hdr.abi_version <= REEL_ABI_VERSION && x->hdr.size >= sizeof(*x) &&
+		    x->hdr.size <= rec->len && x->cap_len <= x->hdr.size - sizeof(*x) &&
+		    x->cap_len <= x->len &&
+		    x->cap_len <= (x->hdr.abi_version == 1 ? REEL_CHUNK_MAX_V1 : REEL_CHUNK_MAX) &&
+		    x->dir <= REEL_DIR_INGRESS && x->stream_pos + x->len >= x->stream_pos) {
 			ev->kind = REEL_EVENT_DATA;
 			ev->abi_version = x->hdr.abi_version;
 			ev->data.payload = (const uint8_t *)rec->data + sizeof(*x);

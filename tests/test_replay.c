@@ -69,6 +69,54 @@ static bool have_tshark(void)
 /* ------------------------------------------------------------------ */
 /* decoding                                                            */
 
+/* DATA chunk limits by ABI version: version 1 chunks were at most
+ * REEL_CHUNK_MAX_V1, later ones REEL_CHUNK_MAX; both versions decode */
+static void test_decode_chunk_limits(void **state)
+{
+	const size_t room = REEL_CHUNK_MAX + 1;
+	struct reel_ev_data d;
+	uint8_t *buf = calloc(1, sizeof(d) + room);
+	struct reel_record r = {.type = REEL_REC_SAMPLE, .cpu = 0, .ts_ns = 9, .data = buf};
+	struct reel_event ev;
+	const struct {
+		uint16_t abi;
+		uint32_t cap;
+		int rc;
+	} cases[] = {
+		{1, REEL_CHUNK_MAX_V1, 0},
+		{1, REEL_CHUNK_MAX_V1 + 1, -EBADMSG},
+		{2, REEL_CHUNK_MAX_V1 + 1, 0},
+		{2, REEL_CHUNK_MAX, 0},
+		{2, REEL_CHUNK_MAX + 1, -EBADMSG},
+		{0, 16, -EBADMSG},
+		{REEL_ABI_VERSION + 1, 16, -EBADMSG},
+	};
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&d, 0, sizeof(d));
+		ts_hdr(&d.hdr, REEL_EV_DATA, (uint32_t)(sizeof(d) + cases[i].cap), 9, 3);
+		d.hdr.abi_version = cases[i].abi;
+		d.len = d.cap_len = cases[i].cap;
+		d.stream_pos = 100;
+		memcpy(buf, &d, sizeof(d));
+		r.len = (uint32_t)(sizeof(d) + cases[i].cap);
+		memset(&ev, 0xa5, sizeof(ev));
+		assert_int_equal(reel_event_decode(&r, &ev), cases[i].rc);
+		if (cases[i].rc) {
+			assert_int_equal(ev.kind, REEL_EVENT_NONE);
+			continue;
+		}
+		assert_int_equal(ev.kind, REEL_EVENT_DATA);
+		assert_int_equal(ev.abi_version, cases[i].abi);
+		assert_int_equal(ev.data.hdr.cap_len, cases[i].cap);
+		assert_int_equal(ev.data.hdr.stream_pos, 100);
+		assert_ptr_equal(ev.data.payload, buf + sizeof(d));
+	}
+	free(buf);
+}
+
 static void test_decode_garbage(void **state)
 {
 	struct reel_ev_data d;
@@ -1626,6 +1674,7 @@ static void write_seeds(const char *dir)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decode_chunk_limits),
 		cmocka_unit_test(test_decode_garbage),
 		cmocka_unit_test(test_format_text_json),
 		cmocka_unit_test(test_reasm),
