@@ -161,6 +161,45 @@ struct reel_hdr_loc {
 int reel_header_locate(const uint8_t *b, size_t size, struct reel_header *h,
 		       struct reel_hdr_loc *loc);
 
+/* What a writer owes the file (reel_owed.c, FORMAT.md 4.2): DROP counts by
+ * reason, and the lost counts of LOST records it could not take, by CPU. */
+enum { REEL_OWED_BEHIND, REEL_OWED_WERR, REEL_OWED_TOOBIG, REEL_OWED_N };
+struct reel_owed_drop {
+	uint64_t records, bytes, first_ts, last_ts;
+	int err;
+};
+struct reel_owed_lost {
+	uint32_t cpu;
+	uint64_t ts, id, lost;
+};
+struct reel_owed {
+	struct reel_owed_drop drop[REEL_OWED_N];
+	struct reel_owed_lost *lost;
+	size_t nlost, lost_cap;
+};
+typedef void (*reel_owed_put_fn)(void *ctx, uint16_t type, uint32_t cpu, uint64_t ts,
+				 const void *payload, uint32_t len);
+
+/* Counts `records` records (bytes of payload) not taken for reason `which`. */
+void reel_owed_drop(struct reel_owed *o, int which, uint64_t ts, uint64_t records, uint64_t bytes,
+		    int err);
+/* Owes `lost` samples lost on cpu (from a LOST record at ts with perf id).
+ * 0 or -ENOMEM (the count is then not kept). */
+int reel_owed_lost(struct reel_owed *o, uint32_t cpu, uint64_t ts, uint64_t id, uint64_t lost);
+/* The same from a LOST record payload given in two parts (append2). */
+int reel_owed_lost_rec(struct reel_owed *o, uint32_t cpu, uint64_t ts, const void *a, uint32_t alen,
+		       const void *b, uint32_t blen);
+/* Owes the lost counts of the LOST records of a raw block not written. */
+void reel_owed_block(struct reel_owed *o, const uint8_t *recs, size_t len);
+/* Moves everything src owes into dst. 0 or -ENOMEM. */
+int reel_owed_merge(struct reel_owed *dst, struct reel_owed *src);
+bool reel_owed_any(const struct reel_owed *o);
+/* Bytes the records of reel_owed_emit take in a block. */
+size_t reel_owed_bytes(const struct reel_owed *o);
+/* Writes what is owed through put (DROP records, then LOST) and clears it. */
+void reel_owed_emit(struct reel_owed *o, uint64_t ts, reel_owed_put_fn put, void *ctx);
+void reel_owed_free(struct reel_owed *o);
+
 /* Record coding (reel_coding.c, FORMAT.md 4.1). */
 #define REEL_CODING_TS_SLOTS 64 /* timestamps are deltas per (cpu mod 64) */
 /* reel_header.coding.scheme of a header whose RECORD_CODING TLV is invalid */

@@ -56,15 +56,6 @@ struct idx_ent {
 	size_t cpu_off; /* into cpu_pairs */
 };
 
-struct pend_drop {
-	uint64_t records, bytes, first_ts, last_ts;
-	int err;
-};
-
-enum { PD_BEHIND, PD_WERR, PD_TOOBIG, PD_N };
-static const uint32_t pd_reason[PD_N] = {REEL_DROP_WRITER_BEHIND, REEL_DROP_WRITE_ERROR,
-					 REEL_DROP_TOO_BIG};
-
 struct reel_writer {
 	struct reel_writer_opts o;
 	struct reel_header hdr; /* of the current file, parsed back */
@@ -86,6 +77,13 @@ struct reel_writer {
 	size_t cpu_pairs_len, cpu_pairs_cap;
 	int file_err; /* atomic: first error of this file */
 	uint64_t file_bytes;
+	/* Room kept on disk past the last frame (fallocate, FORMAT.md 4.2) for
+	 * the last block and the footer after a write error: up to room_end. */
+	bool room_ok;	   /* the file takes it (a regular file where fallocate works) */
+	bool room_final;   /* writing into it: the last block and the footer */
+	uint64_t room_end; /* 0: none kept */
+	uint32_t ncpu_hint;
+	uint32_t hdr_len; /* bytes of the last header frame written */
 
 	ZSTD_CCtx *cctx;
 	uint8_t *cbuf;
@@ -111,12 +109,12 @@ struct reel_writer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work, cv_done;
 
-	/* caller-side */
-	struct pend_drop pend[PD_N];
+	/* caller-side: what the file is owed, and counters */
+	struct reel_owed owed;
 	uint64_t records, raw_bytes, dropped_records, dropped_bytes;
-	/* thread-side, under mu */
-	uint64_t blocks_written, total_file_bytes, lost_records, lost_bytes, lost_first_ts,
-		lost_last_ts;
+	/* thread-side, under mu: blocks that could not be written */
+	struct reel_owed towed;
+	uint64_t blocks_written, total_file_bytes, lost_records, lost_bytes;
 	int first_err;
 };
 
@@ -172,7 +170,9 @@ static int write_frame(struct reel_writer *w, const void *buf, size_t len)
 	int err = write_all(w->fd, buf, len);
 
 	if (err) {
-		if (w->seekable && !ftruncate(w->fd, (off_t)w->good_off))
+		/* cut back to the last complete frame; with room kept, only seek
+		 * there (truncating would give the room back): release_room cuts */
+		if (w->seekable && (w->room_end || !ftruncate(w->fd, (off_t)w->good_off)))
 			(void)lseek(w->fd, (off_t)w->good_off, SEEK_SET);
 		reel_pr(REEL_WARN, "reel writer: write of %zu bytes at offset %llu failed: %s\n",
 			len, (unsigned long long)w->good_off, reel_strerror(err));
@@ -242,16 +242,90 @@ static int push_idx(struct reel_writer *w, const struct wblock *b, uint64_t off,
 	return 0;
 }
 
+/* A block that could not be written: its records are owed to the file as
+ * a DROP, and the counts of its LOST records as LOST records. */
 static void count_lost(struct reel_writer *w, const struct wblock *b)
 {
+	struct reel_owed_drop *d = &w->towed.drop[REEL_OWED_WERR];
+
 	pthread_mutex_lock(&w->mu);
-	if (!w->lost_records || b->st.ts_min < w->lost_first_ts)
-		w->lost_first_ts = b->st.ts_min;
-	if (b->st.ts_max > w->lost_last_ts)
-		w->lost_last_ts = b->st.ts_max;
+	reel_owed_drop(&w->towed, REEL_OWED_WERR, b->st.ts_min, b->st.records, b->len,
+		       load_err(&w->file_err) ? load_err(&w->file_err) : -EIO);
+	if (b->st.ts_max > d->last_ts)
+		d->last_ts = b->st.ts_max;
+	reel_owed_block(&w->towed, b->data, b->len);
 	w->lost_records += b->st.records;
 	w->lost_bytes += b->len;
 	pthread_mutex_unlock(&w->mu);
+}
+
+/* Moves what the writing side owes (blocks not written) to the caller side,
+ * where the next block takes it. Writer idle. */
+static void fold_towed(struct reel_writer *w)
+{
+	pthread_mutex_lock(&w->mu);
+	(void)reel_owed_merge(&w->owed, &w->towed);
+	w->dropped_records += w->lost_records;
+	w->dropped_bytes += w->lost_bytes;
+	w->lost_records = w->lost_bytes = 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Bytes closing the file may still write: a last block with the DROP and
+ * LOST counts (one per reason and per CPU), then the index and the seek
+ * table, counting the block about to be written. */
+static uint64_t room_size(const struct reel_writer *w)
+{
+	uint64_t ncpu = (uint64_t)w->ncpu_hint + 8;
+	uint64_t last = ZSTD_compressBound(REEL_OWED_N * (REEL_REC_HDR_SIZE + 40) +
+					   ncpu * (REEL_REC_HDR_SIZE + 16)) +
+			64;
+	uint64_t idx = 28 + (uint64_t)(w->nidx + 2) * REEL_IDX_ENTRY_FIXED + w->cpu_pairs_len +
+		       2 * 8 * ncpu;
+
+	return last + idx + 8 + (uint64_t)(w->nframes + 3) * 8 + REEL_SEEK_FOOTER_SIZE;
+}
+
+/* Before `extra` bytes are written at w->off: makes sure the disk holds
+ * them and room_size() more (fallocate, KEEP_SIZE: the file does not grow).
+ * -ENOSPC (or -EDQUOT, -EFBIG) when it does not: the file must end there,
+ * in the room kept before. A file that cannot keep room (not a regular
+ * file, a filesystem without fallocate) is written without. */
+static int keep_room(struct reel_writer *w, uint64_t extra)
+{
+#ifdef FALLOC_FL_KEEP_SIZE
+	uint64_t end;
+
+	if (!w->room_ok || w->room_final)
+		return 0;
+	end = w->off + extra + room_size(w);
+	if (end <= w->room_end)
+		return 0;
+	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->off, (off_t)(end - w->off))) {
+		w->room_end = end;
+		return 0;
+	}
+	if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+		return -errno;
+	w->room_ok = false;
+#else
+	(void)w;
+	(void)extra;
+#endif
+	return 0;
+}
+
+/* Gives back the room (and whatever a failed write left past the last
+ * frame): a file frees blocks past its size only when it shrinks. */
+static void release_room(struct reel_writer *w)
+{
+	if (!w->room_end)
+		return;
+	/* (the first shrinks a file a failed write left longer, or grows it by
+	 * one byte: either way the second shrinks it) */
+	if (ftruncate(w->fd, (off_t)w->off + 1) || ftruncate(w->fd, (off_t)w->off))
+		(void)!ftruncate(w->fd, (off_t)w->off);
+	w->room_end = 0;
 }
 
 /* Compresses and writes one block (thread, or caller when inline/idle). */
@@ -299,8 +373,11 @@ static void write_block(struct reel_writer *w, struct wblock *b)
 		count_lost(w, b);
 		return;
 	}
-	/* Reserve the bookkeeping first: a block on disk is always in the index. */
-	err = push_frame(w, (uint32_t)cs, (uint32_t)b->len);
+	/* Room on disk for it and for closing the file after it; then the
+	 * bookkeeping: a block on disk is always in the index. */
+	err = keep_room(w, cs);
+	if (!err)
+		err = push_frame(w, (uint32_t)cs, (uint32_t)b->len);
 	if (!err) {
 		err = push_idx(w, b, at, (uint32_t)cs);
 		if (err)
@@ -411,25 +488,15 @@ static void wait_idle(struct reel_writer *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
-static void pend_add(struct pend_drop *p, uint64_t ts, uint64_t bytes, int err)
+/* A record not taken: owed as a DROP, and a LOST record's count as LOST. */
+static int drop(struct reel_writer *w, int which, uint16_t type, uint32_t cpu, uint64_t ts,
+		const void *a, uint32_t alen, const void *b, uint32_t blen, int err)
 {
-	if (!p->records) {
-		p->first_ts = ts;
-		p->last_ts = ts;
-	}
-	if (ts < p->first_ts)
-		p->first_ts = ts;
-	if (ts > p->last_ts)
-		p->last_ts = ts;
-	p->records++;
-	p->bytes += bytes;
-	if (err && !p->err)
-		p->err = err;
-}
+	uint64_t len = (uint64_t)alen + blen;
 
-static int drop(struct reel_writer *w, int which, uint64_t ts, uint32_t len, int err)
-{
-	pend_add(&w->pend[which], ts, len, which == PD_WERR ? err : 0);
+	reel_owed_drop(&w->owed, which, ts, 1, len, which == REEL_OWED_WERR ? err : 0);
+	if (type == REEL_REC_LOST)
+		(void)reel_owed_lost_rec(&w->owed, cpu, ts, a, alen, b, blen);
 	w->dropped_records++;
 	w->dropped_bytes += len;
 	return err;
@@ -484,32 +551,29 @@ static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cp
 
 static size_t pend_bytes(const struct reel_writer *w)
 {
-	size_t n = 0;
-
-	for (int i = 0; i < PD_N; i++)
-		if (w->pend[i].records)
-			n += REEL_REC_HDR_SIZE + sizeof(struct reel_drop);
-	return n;
+	return reel_owed_bytes(&w->owed);
 }
 
+static void put_owed(void *ctx, uint16_t type, uint32_t cpu, uint64_t ts, const void *p,
+		     uint32_t len)
+{
+	struct reel_writer *w = ctx;
+
+	put_rec(w->cur, type, 0, cpu, ts, p, len, NULL, 0);
+	if (w->o.on_owed) {
+		struct reel_record r = {
+			.type = type, .cpu = cpu, .ts_ns = ts, .data = p, .len = len};
+
+		w->o.on_owed(w->o.on_owed_ctx, &r);
+	}
+}
+
+/* What the file is owed goes in before the next record (the room is in the
+ * block already: pend_bytes). */
 static void emit_pending(struct reel_writer *w, uint64_t ts)
 {
-	for (int i = 0; i < PD_N; i++) {
-		struct pend_drop *p = &w->pend[i];
-		struct reel_drop d;
-
-		if (!p->records)
-			continue;
-		d = (struct reel_drop){.records = p->records,
-				       .bytes = p->bytes,
-				       .first_ts = p->first_ts,
-				       .last_ts = p->last_ts,
-				       .reason = pd_reason[i],
-				       .err = i == PD_WERR ? p->err : 0};
-		put_rec(w->cur, REEL_REC_DROP, 0, REEL_CPU_NONE, p->first_ts ? p->first_ts : ts, &d,
-			sizeof(d), NULL, 0);
-		memset(p, 0, sizeof(*p));
-	}
+	if (reel_owed_any(&w->owed))
+		reel_owed_emit(&w->owed, ts, put_owed, w);
 }
 
 int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
@@ -523,11 +587,10 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	if (!w || (alen && !a) || (blen && !b))
 		return -EINVAL;
 	if (len64 > REEL_REC_MAX_PAYLOAD)
-		return drop(w, PD_TOOBIG, ts_ns, len64 > UINT32_MAX ? UINT32_MAX : (uint32_t)len64,
-			    -E2BIG);
+		return drop(w, REEL_OWED_TOOBIG, type, cpu, ts_ns, a, alen, b, blen, -E2BIG);
 	err = load_err(&w->file_err);
 	if (err)
-		return drop(w, PD_WERR, ts_ns, (uint32_t)len64, err);
+		return drop(w, REEL_OWED_WERR, type, cpu, ts_ns, a, alen, b, blen, err);
 
 	need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
 	cur = w->cur;
@@ -536,15 +599,15 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	     (ts_ns > cur->first_ts && cur->first_ts && ts_ns - cur->first_ts >= w->age_ns))) {
 		err = queue_cur(w, w->o.wait_when_full);
 		if (err)
-			return drop(w, PD_BEHIND, ts_ns, (uint32_t)len64, err);
+			return drop(w, REEL_OWED_BEHIND, type, cpu, ts_ns, a, alen, b, blen, err);
 		err = load_err(&w->file_err); /* inline mode: that block may just have failed */
 		if (err)
-			return drop(w, PD_WERR, ts_ns, (uint32_t)len64, err);
+			return drop(w, REEL_OWED_WERR, type, cpu, ts_ns, a, alen, b, blen, err);
 		cur = w->cur;
 		need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
 	}
 	if (ensure_cap(cur, need))
-		return drop(w, PD_BEHIND, ts_ns, (uint32_t)len64, -ENOMEM);
+		return drop(w, REEL_OWED_BEHIND, type, cpu, ts_ns, a, alen, b, blen, -ENOMEM);
 	emit_pending(w, ts_ns);
 	put_rec(cur, type, flags, cpu, ts_ns, a, alen, b, blen);
 	w->records++;
@@ -712,6 +775,10 @@ static int write_header(struct reel_writer *w)
 		return err;
 	/* what a reader of this file will see (reel_writer__header) */
 	reel_header_parse(buf + 8, len - 8, &w->hdr, perr, sizeof(perr));
+	w->hdr_len = (uint32_t)len;
+	/* room for both and for closing the file: a full disk fails here,
+	 * before anything is written */
+	err = keep_room(w, 2 * (uint64_t)len);
 	/* the header, then its copy (FORMAT.md 3.1): one damaged byte in
 	 * either leaves the other to read the file with */
 	for (int copy = 0; copy < 2 && !err; copy++) {
@@ -730,9 +797,12 @@ static int write_header(struct reel_writer *w)
 static void start_file(struct reel_writer *w, int fd)
 {
 	off_t at = lseek(fd, 0, SEEK_CUR);
+	struct stat st;
 
 	w->fd = fd;
 	w->seekable = at >= 0;
+	w->room_ok = w->seekable && !fstat(fd, &st) && S_ISREG(st.st_mode);
+	w->room_end = 0;
 	w->off = at >= 0 ? (uint64_t)at : 0;
 	w->good_off = w->off;
 	w->nframes = 0;
@@ -740,6 +810,27 @@ static void start_file(struct reel_writer *w, int fd)
 	w->cpu_pairs_len = 0;
 	w->file_bytes = 0;
 	__atomic_store_n(&w->file_err, 0, __ATOMIC_RELEASE);
+}
+
+/* After a write error, in the room kept for it: a last block with what
+ * the file is owed (the DROP and LOST counts of everything not written), so
+ * that the file ends with its footer and accounts for what it lacks. */
+static int last_block(struct reel_writer *w)
+{
+	struct wblock *b = w->cur;
+
+	fold_towed(w);
+	if (!reel_owed_any(&w->owed))
+		return 0;
+	assert(!b->len); /* close_block queued it, and it failed */
+	if (ensure_cap(b, pend_bytes(w)))
+		return -ENOMEM;
+	emit_pending(w, 0);
+	__atomic_store_n(&w->file_err, 0, __ATOMIC_RELEASE);
+	w->room_final = true;
+	write_block(w, b); /* the thread is idle: the caller may */
+	reset_block(b);
+	return load_err(&w->file_err);
 }
 
 /* Index frame then seek table, then sync. Caller holds the writer idle. */
@@ -751,8 +842,11 @@ static int finish_file(struct reel_writer *w)
 
 	if (w->fd < 0)
 		return err;
-	if (err)
-		goto sync; /* the file ends at its last good block: a valid prefix */
+	/* the file ends at its last good block (a valid prefix), or, with room
+	 * kept, with a last block and the footer */
+	if (err && (!w->room_end || last_block(w)))
+		goto sync;
+	err = 0;
 	for (size_t i = 0; i < w->nidx; i++)
 		ilen += REEL_IDX_ENTRY_FIXED + (size_t)w->idx[i].ncpu * 8;
 	if (ilen - 8 > UINT32_MAX) {
@@ -822,6 +916,8 @@ static int finish_file(struct reel_writer *w)
 	if (err)
 		goto out_err;
 sync:
+	release_room(w);
+	w->room_final = false;
 	if (w->o.fsync != REEL_FSYNC_NONE) {
 		int e2 = sync_fd(w->fd, false);
 
@@ -832,6 +928,8 @@ sync:
 		goto out_err;
 	return 0;
 out_err:
+	release_room(w);
+	w->room_final = false;
 	note_error(w, err);
 	return err;
 }
@@ -859,6 +957,8 @@ static void free_writer(struct reel_writer *w)
 	free(w->cbuf);
 	free(w->ebuf);
 	reel_codec_free(&w->codec);
+	reel_owed_free(&w->owed);
+	reel_owed_free(&w->towed);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->hostname);
 	free(w->kernel);
@@ -951,6 +1051,10 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	w->o.argv = NULL;
 	w->page_size = copy && copy->page_size ? copy->page_size : (uint32_t)sysconf(_SC_PAGESIZE);
 	ncpu = w->o.ncpu ? w->o.ncpu : (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
+	w->ncpu_hint = ncpu > REEL_MAX_INDEX_CPUS ? REEL_MAX_INDEX_CPUS : ncpu;
+	if ((uint32_t)sysconf(_SC_NPROCESSORS_CONF) > w->ncpu_hint &&
+	    sysconf(_SC_NPROCESSORS_CONF) <= REEL_MAX_INDEX_CPUS)
+		w->ncpu_hint = (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
 
 	w->cctx = ZSTD_createCCtx();
 	if (!w->cctx)
@@ -1068,47 +1172,52 @@ struct reel_writer *reel_writer__open(const char *path, const struct reel_writer
 	return w;
 }
 
+/* Room on the new file's disk for its header frames and for closing it,
+ * before the old file is closed: rotating onto a full disk fails while the
+ * old file can still take records (it keeps its own room). */
+static int room_for_new(struct reel_writer *w, int fd)
+{
+#ifdef FALLOC_FL_KEEP_SIZE
+	struct stat st;
+	uint64_t need = 2 * ((uint64_t)w->hdr_len + 256) + ZSTD_compressBound(4096) + 4096;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    !fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need))
+		return 0;
+	if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+		return -errno;
+#else
+	(void)w;
+	(void)fd;
+#endif
+	return 0;
+}
+
 int reel_writer__rotate(struct reel_writer *w, const char *path)
 {
 	int fd, err;
 
 	if (!w || !path)
 		return -EINVAL;
+	fd = open_path(path, w->o.allow_overwrite);
+	if (fd < 0)
+		return -errno; /* the old file goes on */
+	err = room_for_new(w, fd);
+	if (err) {
+		close(fd);
+		unlink(path);
+		return err;
+	}
 	close_block(w);
 	wait_idle(w);
 	err = finish_file(w);
 	if (w->fd >= 0 && close(w->fd) && !err)
 		err = -errno;
 	w->fd = -1;
-	/* Blocks the old file could not take are accounted for in the new one. */
-	pthread_mutex_lock(&w->mu);
-	if (w->lost_records) {
-		struct pend_drop *p = &w->pend[PD_WERR];
-
-		if (!p->records || w->lost_first_ts < p->first_ts)
-			p->first_ts = w->lost_first_ts;
-		if (w->lost_last_ts > p->last_ts)
-			p->last_ts = w->lost_last_ts;
-		p->records += w->lost_records;
-		p->bytes += w->lost_bytes;
-		if (!p->err)
-			p->err = load_err(&w->file_err) ? load_err(&w->file_err) : -EIO;
-		w->dropped_records += w->lost_records;
-		w->dropped_bytes += w->lost_bytes;
-		w->lost_records = w->lost_bytes = 0;
-		w->lost_first_ts = w->lost_last_ts = 0;
-	}
-	pthread_mutex_unlock(&w->mu);
+	/* What the old file could not take (no room kept) is owed to the new one. */
+	fold_towed(w);
 	w->o.file_seq++;
 	w->o.clock = (struct reel_clock){0}; /* fresh clock pair for the new header */
-	fd = open_path(path, w->o.allow_overwrite);
-	if (fd < 0) {
-		int e = -errno;
-
-		start_file(w, -1);
-		note_error(w, e);
-		return e;
-	}
 	start_file(w, fd);
 	{
 		int e = write_header(w);

@@ -909,6 +909,108 @@ static void test_queue_full_drop(void **state)
 	reel_reader__close(r);
 }
 
+/* What on_owed saw. */
+struct owed_seen {
+	int n;
+	uint16_t type[8];
+	uint32_t cpu[8];
+	uint64_t val[8]; /* DROP: records; LOST: lost */
+};
+
+static void on_owed(void *ctx, const struct reel_record *rec)
+{
+	struct owed_seen *s = ctx;
+
+	if (s->n >= 8)
+		return;
+	s->type[s->n] = rec->type;
+	s->cpu[s->n] = rec->cpu;
+	s->val[s->n] = rec->type == REEL_REC_DROP ? ((const struct reel_drop *)rec->data)->records
+						  : ((const struct reel_lost *)rec->data)->lost;
+	s->n++;
+}
+
+/* LOST records refused while the queue is full are not lost: their counts
+ * go into LOST records (one per CPU, at the first one's time) right after
+ * the DROP that counts them, before the next record taken; on_owed sees
+ * those records in that order. */
+static void test_queue_full_lost(void **state)
+{
+	char path[300];
+	struct owed_seen seen = {0};
+	REEL_OPTS(reel_writer_opts, o, .block_bytes = 1024, .queue_blocks = 1, .on_owed = on_owed,
+		  .on_owed_ctx = &seen);
+	struct reel_writer *w;
+	struct reel_reader *r;
+	struct reel_record rec;
+	uint8_t payload[100] = {0};
+	uint64_t ts = 100, lost_file = 0, first_lost_ts = 0;
+	uint32_t dropped = 0, nlost = 0;
+	int rc;
+
+	(void)state;
+	tpath(path, sizeof(path), "droplost.reel");
+	w = reel_writer__open(path, &o);
+	assert_non_null(w);
+	reel_writer__test_pause(w, true);
+	while (reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, ts++, payload, 60) == 0)
+		;
+	dropped = 1;
+	for (uint64_t k = 1; k <= 6; k++) {
+		struct reel_lost l = {.id = 40 + k % 2, .lost = k * 10};
+
+		if (!first_lost_ts)
+			first_lost_ts = ts;
+		assert_int_equal(reel_writer__append(w, REEL_REC_LOST, 0, (uint32_t)(k % 2), ts++,
+						     &l, sizeof(l)),
+				 -ENOBUFS);
+		dropped++;
+	}
+	assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0, 1, ts++, payload, 60),
+			 -ENOBUFS);
+	dropped++;
+	assert_int_equal(seen.n, 0);
+	reel_writer__test_pause(w, false);
+	assert_int_equal(reel_writer__flush(w), 0);
+	assert_int_equal(reel_writer__append(w, REEL_REC_SAMPLE, 0, 1, ts++, payload, 8), 0);
+	/* DROP, then LOST of cpu 1 (10+30+50) and cpu 0 (20+40+60), in the order
+	 * their CPUs first lost */
+	assert_int_equal(seen.n, 3);
+	assert_int_equal(seen.type[0], REEL_REC_DROP);
+	assert_int_equal(seen.val[0], dropped);
+	assert_int_equal(seen.type[1], REEL_REC_LOST);
+	assert_int_equal(seen.cpu[1], 1);
+	assert_int_equal(seen.val[1], 90);
+	assert_int_equal(seen.type[2], REEL_REC_LOST);
+	assert_int_equal(seen.cpu[2], 0);
+	assert_int_equal(seen.val[2], 120);
+	assert_int_equal(reel_writer__close(w), 0);
+
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	while ((rc = reel_reader__next(r, &rec)) > 0) {
+		if (rec.type != REEL_REC_LOST)
+			continue;
+		lost_file += ((const struct reel_lost *)rec.data)->lost;
+		nlost++;
+		if (rec.cpu == 1) {
+			/* where the loss began, with its perf id */
+			assert_int_equal(rec.ts_ns, first_lost_ts);
+			assert_int_equal(((const struct reel_lost *)rec.data)->id, 41);
+		}
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(nlost, 2);
+	assert_int_equal(lost_file, 210);
+	reel_reader__close(r);
+}
+
+/*
+ * A file size limit hit after a few blocks (EFBIG): the writer stops writing
+ * blocks where the file could not keep room for more, and closes the file
+ * with a last block that owes what was not written (DROP, and the LOST
+ * counts of the LOST records among it: every 10th record), then its footer.
+ */
 static void test_write_error(void **state)
 {
 	char path[300], path2[300];
@@ -917,10 +1019,11 @@ static void test_write_error(void **state)
 	struct reel_writer *w;
 	struct reel_reader *r;
 	struct reel_record rec;
+	struct reel_reader_stats rs;
 	struct rlimit old, lim;
 	uint8_t payload[200];
-	uint32_t accepted = 0, errors = 0, got = 0;
-	uint64_t seed = 1;
+	uint32_t accepted = 0, errors = 0, got = 0, drops = 0;
+	uint64_t seed = 1, lost_in = 0, lost_out = 0;
 	int rc, fd;
 	void (*prev)(int);
 
@@ -933,7 +1036,6 @@ static void test_write_error(void **state)
 		assert_int_equal(errno, ENOSPC);
 	}
 
-	/* a file size limit hit after a few blocks (EFBIG) */
 	tpath(path, sizeof(path), "werr.reel");
 	tpath(path2, sizeof(path2), "werr2.reel");
 	prev = signal(SIGXFSZ, SIG_IGN);
@@ -949,7 +1051,15 @@ static void test_write_error(void **state)
 			payload[k] = (uint8_t)(seed >> 56); /* incompressible */
 		}
 		memcpy(payload, &i, 4);
-		rc = reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, 1000 + i, payload, 200);
+		if (i % 10 == 9) {
+			struct reel_lost l = {.id = 9, .lost = i};
+
+			rc = reel_writer__append(w, REEL_REC_LOST, 0, i % 2, 1000 + i, &l,
+						 sizeof(l));
+			lost_in += i;
+		} else {
+			rc = reel_writer__append(w, REEL_REC_SAMPLE, 0, 0, 1000 + i, payload, 200);
+		}
 		if (rc == 0) {
 			assert_int_equal(errors, 0);
 			accepted++;
@@ -964,41 +1074,55 @@ static void test_write_error(void **state)
 	assert_true(ws.blocks > 0);
 	/* the records of the block that failed count as dropped too */
 	assert_true(ws.dropped_records > errors);
-	/* after the error: a new file gets the DROP(WRITE_ERROR) record */
+	/* the old file closes cleanly with what it owes; the new one starts clean */
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
-	assert_int_equal(reel_writer__rotate(w, path2), -EFBIG);
+	assert_int_equal(reel_writer__rotate(w, path2), 0);
 	assert_int_equal(reel_writer__append(w, REEL_REC_NOTE, 0, REEL_CPU_NONE, 5000, "x", 1), 0);
 	assert_int_equal(reel_writer__close(w), -EFBIG);
 	signal(SIGXFSZ, prev);
 
-	/* everything written before the error is intact */
+	/* everything written before the error is intact, then the DROP and the
+	 * LOST records owed, then the footer */
 	zstd_ok(path);
 	r = reel_reader__open(path, NULL);
 	assert_non_null(r);
 	while ((rc = reel_reader__next(r, &rec)) > 0) {
 		uint32_t v;
 
+		if (rec.type == REEL_REC_DROP) {
+			const struct reel_drop *d = rec.data;
+
+			assert_int_equal(d->reason, REEL_DROP_WRITE_ERROR);
+			assert_int_equal(d->err, -EFBIG);
+			assert_int_equal(d->records, ws.dropped_records);
+			assert_int_equal(d->last_ts, 1000 + 199);
+			drops++;
+			continue;
+		}
+		if (rec.type == REEL_REC_LOST) {
+			lost_out += ((const struct reel_lost *)rec.data)->lost;
+			if (drops)
+				continue; /* owed */
+			assert_int_equal(((const struct reel_lost *)rec.data)->lost, got);
+			got++;
+			continue;
+		}
+		assert_int_equal(drops, 0);
 		memcpy(&v, rec.data, 4);
 		assert_int_equal(v, got);
 		got++;
 	}
 	assert_int_equal(rc, 0);
 	assert_true(got > 0);
+	assert_int_equal(drops, 1);
+	assert_int_equal(lost_out, lost_in);
 	assert_int_equal(got + ws.dropped_records, accepted + errors);
+	reel_reader__stats(r, &rs);
+	assert_true(rs.clean_close);
 	reel_reader__close(r);
 
 	r = reel_reader__open(path2, NULL);
 	assert_non_null(r);
-	assert_int_equal(reel_reader__next(r, &rec), 1);
-	assert_int_equal(rec.type, REEL_REC_DROP);
-	{
-		const struct reel_drop *d = rec.data;
-
-		assert_int_equal(d->reason, REEL_DROP_WRITE_ERROR);
-		assert_int_equal(d->err, -EFBIG);
-		assert_int_equal(d->records, ws.dropped_records);
-		assert_int_equal(d->last_ts, 1000 + 199);
-	}
 	assert_int_equal(reel_reader__next(r, &rec), 1);
 	assert_int_equal(rec.type, REEL_REC_NOTE);
 	assert_int_equal(reel_reader__next(r, &rec), 0);
@@ -1903,6 +2027,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_type),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_queue_full_drop),
+		cmocka_unit_test(test_queue_full_lost),
 		cmocka_unit_test(test_write_error),
 		cmocka_unit_test(test_pipe_closed),
 		cmocka_unit_test(test_rotate),

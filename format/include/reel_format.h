@@ -406,6 +406,13 @@ struct reel_writer_opts {
 	 * copy_header if given, else none; a struct with scheme 0: none. A coded
 	 * file is format 2.0, an uncoded one 1.0. */
 	const struct reel_coding *coding;
+	/* Called on the appending thread for each record the writer puts in a
+	 * block itself: the DROP and LOST records of what it could not take
+	 * (FORMAT.md 4.2), just before the next record it takes. For a caller
+	 * that mirrors the file's records in order (reelcap --print). The
+	 * record is valid during the call. */
+	void (*on_owed)(void *ctx, const struct reel_record *rec);
+	void *on_owed_ctx;
 };
 #define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 
@@ -443,8 +450,11 @@ struct reel_writer *reel_writer__open_fd(int fd, const struct reel_writer_opts *
  *  -ENOBUFS  the compression queue is full: the record was dropped and counted,
  *            and a DROP record (REEL_DROP_WRITER_BEHIND) will precede the next
  *            accepted record;
- *  -EIO/-ENOSPC/... the file could not be written: the record was dropped and
- *            counted; every block completed before the error is intact on disk;
+ *  -EIO/-ENOSPC/... the file could not be written (or the disk could not keep
+ *            room for closing it, FORMAT.md 4.2): the record was dropped and
+ *            counted; every block completed before the error is intact on disk,
+ *            and close (or rotate) ends the file with its footer and a last
+ *            block counting what was not written, when the room was kept;
  *  -E2BIG    length > REEL_REC_MAX_PAYLOAD.
  * A block that reaches block_bytes is closed and queued.
  */
@@ -467,7 +477,9 @@ int reel_writer__flush(struct reel_writer *w);
 
 /* Finishes the current file (flush, index, seek table) and continues in a new
  * file at `path` with the same options and the next file_seq. Each rotated
- * file stands alone (own header, fresh CLOCK pair). */
+ * file stands alone (own header, fresh CLOCK pair). The new file is created
+ * (and room kept for it) first: when that fails, returns the error and the
+ * current file goes on as if nothing happened. */
 int reel_writer__rotate(struct reel_writer *w, const char *path);
 
 void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st);
