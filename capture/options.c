@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 
 #include "reelcap.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 		"when it exits and exit with its status.\n"
 		"\n"
 		"  -w, --write FILE       output file (created 0600; an existing regular file is\n"
-		"                         replaced, a symlink is refused)\n"
+		"                         replaced, a symlink is refused; a FIFO or /dev/null is\n"
+		"                         written to)\n"
 		"  -p, --pid PID          capture this process and its descendants (repeatable)\n"
 		"      --comm NAME        only processes (threads) with this comm\n"
 		"      --port PORT        only inet sockets with this local or remote port "
@@ -291,6 +293,14 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 		return usage_error("-w FILE is required");
 	if (o->file_count && !o->file_size)
 		return usage_error("-W needs -C");
+	if (o->file_size) {
+		struct stat st;
+
+		/* rotation renames nothing: it creates FILE.1... beside FILE */
+		if (!lstat(o->out_path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+			return usage_error("-C needs a regular file: %s is %s", o->out_path,
+					   cap_file_kind(st.st_mode));
+	}
 	return 0;
 }
 

@@ -24,17 +24,26 @@ struct cap_out {
 	struct reel_writer *w;
 	struct reel_pipeline *pipe;
 	int file_seq;
-	int files;	 /* files written so far */
+	int files;	 /* files started so far */
 	char path[4096]; /* current file */
 	bool rotate_failed;
-	/* what the writer dropped since its last accepted record, mirrored into
-	 * the pipeline as a DROP record like the writer puts one in the file */
-	struct reel_drop pending;
-	uint8_t *abuf; /* aligned copy for the pipeline */
+	uint64_t written; /* bytes written to all files, once the writer is closed */
+	uint8_t *abuf;	  /* aligned copy for the pipeline */
 	size_t abuf_cap;
 };
 
-int cap_out_create_file(const char *path)
+const char *cap_file_kind(unsigned mode)
+{
+	return S_ISDIR(mode)	? "a directory"
+	       : S_ISFIFO(mode) ? "a FIFO"
+	       : S_ISCHR(mode)	? "a character device"
+	       : S_ISBLK(mode)	? "a block device"
+	       : S_ISSOCK(mode) ? "a socket"
+	       : S_ISLNK(mode)	? "a symlink"
+				: "a regular file";
+}
+
+int cap_out_create_file(const char *path, bool regular_only)
 {
 	struct stat st;
 	int fd;
@@ -42,8 +51,24 @@ int cap_out_create_file(const char *path)
 	if (lstat(path, &st) == 0) {
 		if (S_ISLNK(st.st_mode))
 			return -ELOOP;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+			/* like tcpdump -w: a FIFO's reader or /dev/null takes the
+			 * capture (opening a FIFO waits for its reader) */
+			if (regular_only)
+				return -EINVAL;
+			fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			if (isatty(fd)) {
+				close(fd);
+				return -ENOTTY;
+			}
+			return fd;
+		}
 		if (!S_ISREG(st.st_mode))
-			return -EEXIST;
+			return -EINVAL;
 		/* replace, don't truncate: the new file gets 0600 and a hard
 		 * link elsewhere keeps its old content */
 		if (unlink(path))
@@ -53,6 +78,35 @@ int cap_out_create_file(const char *path)
 	if (fd < 0)
 		return -errno;
 	return fd;
+}
+
+const char *cap_out_create_error(int err)
+{
+	switch (err) {
+	case -ELOOP:
+		return "refusing to write through a symlink";
+	case -EISDIR:
+		return "it is a directory";
+	case -ENOTTY:
+		return "it is a terminal";
+	case -EINVAL:
+		return "not a regular file, FIFO or character device";
+	default:
+		return strerror(-err);
+	}
+}
+
+static void pipe_push(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+		      uint32_t alen, const void *b, uint32_t blen);
+
+/* The DROP and LOST records the writer puts in the file for what it could
+ * not take reach the pipeline where they are in the file. */
+static void on_owed(void *ctx, const struct reel_record *rec)
+{
+	struct cap_out *out = ctx;
+
+	if (out->pipe)
+		pipe_push(out, rec->type, rec->cpu, rec->ts_ns, rec->data, rec->len, NULL, 0);
 }
 
 static void rotation_path(const struct cap_out *out, int seq, char *buf, size_t cap)
@@ -82,12 +136,16 @@ struct cap_out *cap_out_open(const struct cap_opts *o, int fd, const struct reel
 		  .queue_blocks = 32, .argv = (const char *const *)o->argv, .argc = o->argc,
 		  .abi_version = REEL_ABI_VERSION, .tool_version = "reelcap " REEL_VERSION,
 		  .snaplen = o->snaplen, .clock = *clk,
-		  .coding = o->no_coding ? &no_coding : &reel_abi_coding);
+		  .coding = o->no_coding ? &no_coding : &reel_abi_coding, .on_owed = on_owed,
+		  .on_owed_ctx = out);
 	out->w = reel_writer__open_fd(fd, &wo);
 	if (!out->w) {
 		err = errno;
-		fprintf(stderr, "reelcap: cannot start writing %s: %s (%d)\n", o->out_path,
-			reel_strerror(err), err);
+		/* the writer keeps room for closing the file cleanly (about
+		 * 4 KiB): a disk without it fails here rather than mid-capture */
+		fprintf(stderr, "reelcap: cannot start writing %s: %s (%d)%s\n", o->out_path,
+			reel_strerror(err), err,
+			err == ENOSPC || err == EDQUOT ? "; nothing captured" : "");
 		free(out);
 		errno = err;
 		return NULL;
@@ -151,29 +209,9 @@ int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts
 {
 	int err = reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
 
-	if (!out->pipe)
-		return err;
-	if (err) {
-		struct reel_drop *d = &out->pending;
-
-		if (!d->records)
-			d->first_ts = ts;
-		d->records++;
-		d->bytes += alen + blen;
-		d->last_ts = ts;
-		d->reason = err == -ENOBUFS ? REEL_DROP_WRITER_BEHIND
-			    : err == -E2BIG ? REEL_DROP_TOO_BIG
-					    : REEL_DROP_WRITE_ERROR;
-		d->err = d->reason == REEL_DROP_WRITE_ERROR ? err : 0;
-		return err;
-	}
-	if (out->pending.records) {
-		pipe_push(out, REEL_REC_DROP, REEL_CPU_NONE, out->pending.last_ts, &out->pending,
-			  sizeof(out->pending), NULL, 0);
-		memset(&out->pending, 0, sizeof(out->pending));
-	}
-	pipe_push(out, type, cpu, ts, a, alen, b, blen);
-	return 0;
+	if (out->pipe && !err)
+		pipe_push(out, type, cpu, ts, a, alen, b, blen);
+	return err;
 }
 
 static int out_rotate(struct cap_out *out)
@@ -184,10 +222,10 @@ static int out_rotate(struct cap_out *out)
 	rotation_path(out, out->file_seq + 1, path, sizeof(path));
 	/* the writer creates the file with O_EXCL|O_NOFOLLOW: make room for
 	 * it the way cap_out_create_file does */
-	fd = cap_out_create_file(path);
+	fd = cap_out_create_file(path, true);
 	if (fd < 0) {
-		fprintf(stderr, "reelcap: cannot rotate to %s: %s (%d)\n", path, strerror(-fd),
-			-fd);
+		fprintf(stderr, "reelcap: cannot rotate to %s: %s\n", path,
+			cap_out_create_error(fd));
 		return fd;
 	}
 	close(fd);
@@ -207,15 +245,18 @@ static int out_rotate(struct cap_out *out)
 int cap_out_tick(struct cap_out *out, uint64_t now)
 {
 	struct reel_writer_stats st;
+	int err = reel_writer__tick(out->w, now);
 
-	reel_writer__tick(out->w, now);
+	if (err && err != -ENOBUFS)
+		return err; /* the file refused a write */
 	if (!out->o->file_size || out->rotate_failed)
 		return 0;
 	reel_writer__stats(out->w, &st);
 	if (st.file_bytes < out->o->file_size)
 		return 0;
 	if (out_rotate(out)) {
-		out->rotate_failed = true; /* keep writing the current file */
+		out->rotate_failed = true;
+		fprintf(stderr, "reelcap: no more rotation: writing on in %s\n", out->path);
 		return 0;
 	}
 	return 1;
@@ -232,6 +273,41 @@ void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns)
 #endif
 }
 
+const char *cap_out_path(const struct cap_out *out)
+{
+	return out->path;
+}
+
+bool cap_out_rotate_failed(const struct cap_out *out)
+{
+	return out->rotate_failed;
+}
+
+void cap_out_disk(const struct cap_out *out, struct cap_disk *disk)
+{
+	int slots = out->o->file_count > 0 && out->files > out->o->file_count ? out->o->file_count
+									      : out->files;
+	char path[4096];
+	struct stat st;
+
+	disk->files = 0;
+	disk->bytes = 0;
+	for (int i = 0; i < slots; i++) {
+		rotation_path(out, i, path, sizeof(path));
+		if (stat(path, &st))
+			continue;
+		disk->files++;
+		if (S_ISREG(st.st_mode)) {
+			disk->bytes += (uint64_t)st.st_size;
+		} else { /* a FIFO, /dev/null: what went into it */
+			struct reel_writer_stats ws;
+
+			reel_writer__stats(out->w, &ws);
+			disk->bytes += out->w ? ws.total_file_bytes : out->written;
+		}
+	}
+}
+
 void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st)
 {
 	reel_writer__stats(out->w, st);
@@ -242,30 +318,40 @@ int cap_out_files(const struct cap_out *out)
 	return out->files;
 }
 
-int cap_out_close(struct cap_out *out, struct reel_writer_stats *final)
+int cap_out_close(struct cap_out *out, struct reel_writer_stats *final, struct cap_disk *disk)
 {
 	struct stat st;
 	int err;
 
 	if (!out)
 		return 0;
+	/* the last DROP/LOST records reach the pipeline before it finishes */
+	reel_writer__flush(out->w);
+	if (final)
+		reel_writer__stats(out->w, final);
 #ifdef REEL_HAVE_PIPELINE
 	if (out->pipe) {
 		reel_pipeline__finish(out->pipe);
 		fflush(stdout);
 		reel_pipeline__free(out->pipe);
+		out->pipe = NULL;
 	}
 #endif
-	if (final) {
-		reel_writer__flush(out->w);
-		reel_writer__stats(out->w, final);
+	{
+		struct reel_writer_stats ws;
+
+		reel_writer__stats(out->w, &ws);
+		err = reel_writer__close(out->w);
+		out->w = NULL;
+		out->written = ws.total_file_bytes;
 	}
-	err = reel_writer__close(out->w);
 	/* the footer is written at close: count the file as it is now */
 	if (final && stat(out->path, &st) == 0 && (uint64_t)st.st_size >= final->file_bytes) {
 		final->total_file_bytes += st.st_size - final->file_bytes;
 		final->file_bytes = st.st_size;
 	}
+	if (disk)
+		cap_out_disk(out, disk);
 	free(out->abuf);
 	free(out);
 	return err;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -55,6 +56,8 @@ struct cap_run {
 	pid_t child;
 	int child_status;
 	bool child_done, pid_filter;
+	int write_err;	  /* the file refused a write: the capture stopped */
+	bool out_created; /* out_path is a file this run created (not a FIFO, /dev/null) */
 	uint64_t t0;
 };
 
@@ -104,8 +107,11 @@ static void human(double v, char *buf, size_t cap)
 	snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* LOST: samples the kernel lost (every one in a LOST record of the file);
+ * DROP: records the writer could not take (every one in a DROP record);
+ * the files on disk now, and the compression of all bytes written. */
 static void stats_line(const char *prefix, struct cap_drain *d, const struct reel_writer_stats *wsp,
-		       int files, uint64_t t0)
+		       const struct cap_disk *disk, uint64_t t0)
 {
 	struct reel_writer_stats ws = *wsp;
 	uint64_t samples, bytes, lost, dropped;
@@ -113,7 +119,7 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 
 	cap_drain_totals(d, &samples, &bytes, &lost, &dropped);
 	human(bytes, b1, sizeof(b1));
-	human(ws.total_file_bytes, b2, sizeof(b2));
+	human(disk->bytes, b2, sizeof(b2));
 	fprintf(stderr,
 		"reelcap: %s%.1fs: %llu events (%s), %llu LOST, %llu DROP, %d file%s %s (%llu "
 		"bytes), "
@@ -121,7 +127,7 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 		prefix, (reel_now_mono_ns() - t0) / 1e9, (unsigned long long)samples, b1,
 		(unsigned long long)lost,
 		(unsigned long long)(dropped > ws.dropped_records ? dropped : ws.dropped_records),
-		files, files == 1 ? "" : "s", b2, (unsigned long long)ws.total_file_bytes,
+		disk->files, disk->files == 1 ? "" : "s", b2, (unsigned long long)disk->bytes,
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
 }
 
@@ -266,8 +272,11 @@ static int setup_output(struct cap_run *r)
 	clk.real_ns = reel_now_real_ns();
 	r->out = cap_out_open(o, r->out_fd, &clk);
 	r->out_fd = -1; /* owned by out (or closed) */
-	if (!r->out)
+	if (!r->out) {
+		if (r->out_created)
+			unlink(o->out_path); /* empty: not a capture */
 		return -1;
+	}
 	cap_drain_set_out(r->d, r->out);
 	if (r->tls)
 		cap_drain_set_sample_hook(r->d, cap_tls_sample, r->tls);
@@ -324,7 +333,18 @@ static void capture_loop(struct cap_run *r)
 			last_all = now;
 		cap_out_stats(r->out, &ws);
 		cap_bpf_set_user_level(r->skel, &ws);
-		if (cap_out_tick(r->out, now) == 1) {
+		err = cap_out_tick(r->out, now);
+		if (err < 0) {
+			/* what is not written is counted: the file ends with those
+			 * counts (the writer kept room for them) */
+			r->write_err = err;
+			fprintf(stderr,
+				"reelcap: writing %s failed: %s (%d); stopping the capture: what "
+				"was not written is counted in the file's DROP and LOST records\n",
+				cap_out_path(r->out), reel_strerror(err), -err);
+			break;
+		}
+		if (err == 1) {
 			/* a rotated file stands alone: clock pair and process table */
 			write_clock(r->out);
 			last_clock = now;
@@ -341,7 +361,10 @@ static void capture_loop(struct cap_run *r)
 			last_stats = now;
 		}
 		if (o->stats_s && now - last_line >= o->stats_s * 1e9) {
-			stats_line("", r->d, &ws, cap_out_files(r->out), r->t0);
+			struct cap_disk disk;
+
+			cap_out_disk(r->out, &disk);
+			stats_line("", r->d, &ws, &disk, r->t0);
 			last_line = now;
 		}
 		if (o->duration_s && now - r->t0 >= o->duration_s * 1e9)
@@ -361,8 +384,10 @@ static int finish(struct cap_run *r)
 {
 	const struct cap_opts *o = r->o;
 	struct reel_writer_stats ws;
+	struct cap_disk disk;
+	bool rotate_failed;
 	uint64_t ks[CAP_KSTATS];
-	int files, err;
+	int err;
 
 	if (r->child && !r->child_done) {
 		/* stopped by a signal, -G or -c: pass the signal on and collect the command */
@@ -406,16 +431,22 @@ static int finish(struct cap_run *r)
 			"captured), "
 			"%llu TLS calls with plaintext not copied (length only)\n",
 			(unsigned long long)ks[5], (unsigned long long)ks[6]);
-	files = cap_out_files(r->out);
-	err = cap_out_close(r->out, &ws);
+	rotate_failed = cap_out_rotate_failed(r->out);
+	err = cap_out_close(r->out, &ws, &disk);
 	r->out = NULL;
-	stats_line("final: ", r->d, &ws, files, r->t0);
-	if (err)
+	stats_line("final: ", r->d, &ws, &disk, r->t0);
+	if (err && !r->write_err)
 		fprintf(stderr, "reelcap: writing %s failed: %s (%d)\n", o->out_path,
-			reel_strerror(err), err);
+			reel_strerror(err), -err);
+	if (rotate_failed && !o->quiet)
+		fprintf(stderr, "reelcap: exit status 1: the files were not rotated as -C asked\n");
+	/* an output that failed (a refused write, a rotation that could not
+	 * happen) outranks the command's status */
+	if (err || r->write_err || rotate_failed)
+		return 1;
 	if (r->child && r->child_done)
 		return child_status_exit(r->child_status);
-	return err ? 1 : 0;
+	return 0;
 }
 
 /* Undoes what setup did, in reverse; on a failed setup removes the file. */
@@ -425,11 +456,12 @@ static void teardown(struct cap_run *r)
 	cap_bpf_detach(r->skel);
 	cap_drain_free(r->d);
 	reel_trace__destroy(r->skel);
-	cap_out_close(r->out, NULL);
+	cap_out_close(r->out, NULL, NULL);
 	cap_procscan_free(&r->ps);
 	if (r->out_fd >= 0) { /* setup failed before anything was written */
 		close(r->out_fd);
-		unlink(r->o->out_path);
+		if (r->out_created)
+			unlink(r->o->out_path);
 	}
 	if (r->go_fd >= 0)
 		close(r->go_fd); /* an unreleased command exits 126 */
@@ -465,17 +497,31 @@ int main(int argc, char **argv)
 			"needs CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE\n",
 			geteuid());
 
-	r.out_fd = cap_out_create_file(r.o->out_path);
-	if (r.out_fd < 0) {
-		fprintf(stderr, "reelcap: cannot create %s: %s (%d)%s\n", r.o->out_path,
-			strerror(-r.out_fd), -r.out_fd,
-			r.out_fd == -ELOOP ? " (refusing to write through a symlink)" : "");
+	if (r.o->libssl && access(r.o->libssl, R_OK)) {
+		/* asked for by name: without it the capture is not what was asked */
+		fprintf(stderr, "reelcap: --libssl %s: %s\n", r.o->libssl, strerror(errno));
 		return 1;
 	}
+	r.out_fd = cap_out_create_file(r.o->out_path, false);
+	if (r.out_fd < 0) {
+		fprintf(stderr, "reelcap: cannot write to %s: %s\n", r.o->out_path,
+			cap_out_create_error(r.out_fd));
+		return 1;
+	}
+	{
+		struct stat st;
 
+		r.out_created = !fstat(r.out_fd, &st) && S_ISREG(st.st_mode);
+	}
+
+	/* every signal that ends a capture closes the file cleanly */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	/* a pipe's reader gone (--print | head, a FIFO output): a write there
+	 * fails with EPIPE, and the capture ends like on the others */
+	sigaction(SIGPIPE, &sa, NULL);
 
 	if (!setup_targets(&r) && !setup_bpf(&r) && !setup_output(&r)) {
 		capture_loop(&r);

@@ -78,7 +78,10 @@ struct cap_out *cap_out_open(const struct cap_opts *o, int fd, const struct reel
 int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		   uint32_t alen, const void *b, uint32_t blen);
 /* Periodic work: closes old blocks, rotates by size. Returns 1 when it
- * started a new file, else 0. */
+ * started a new file, 0, or the negative errno of a write the file refused
+ * (then every record is dropped and counted: the capture should stop; the
+ * file closes cleanly with those counts, see reel_writer__close). A failed
+ * rotation is said on stderr and leaves the current file in use. */
 int cap_out_tick(struct cap_out *out, uint64_t now);
 /* --print: every record stamped before complete_ns has been appended (the
  * drain read every ring since): the pipeline prints what it held for them
@@ -86,13 +89,31 @@ int cap_out_tick(struct cap_out *out, uint64_t now);
 void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns);
 void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st);
 int cap_out_files(const struct cap_out *out);
+/* The file being written (FILE or FILE.N after rotation). */
+const char *cap_out_path(const struct cap_out *out);
+/* A rotation failed (said on stderr when it did). */
+bool cap_out_rotate_failed(const struct cap_out *out);
+/* The capture's files on disk now (with -W, the slots reused) and their size. */
+struct cap_disk {
+	int files;
+	uint64_t bytes;
+};
+void cap_out_disk(const struct cap_out *out, struct cap_disk *disk);
 /* Finishes the pipeline and the file; fills *final (if not NULL) with the
- * writer's stats including the footer. Returns the writer's first error. */
-int cap_out_close(struct cap_out *out, struct reel_writer_stats *final);
+ * writer's stats including the footer, and *disk (if not NULL) with the
+ * files on disk after it. Returns the writer's first error. */
+int cap_out_close(struct cap_out *out, struct reel_writer_stats *final, struct cap_disk *disk);
 
-/* Creates path for writing as reelcap does: 0600, never through a symlink;
- * an existing regular file is replaced (like tcpdump -w). Returns fd or -errno. */
-int cap_out_create_file(const char *path);
+/* Opens path for writing as reelcap does: a new file 0600, never through a
+ * symlink; an existing regular file is replaced (like tcpdump -w); an
+ * existing FIFO or character device (/dev/null) is written to, unless
+ * regular_only (rotation). Returns fd or -errno: -ELOOP symlink, -EISDIR,
+ * -ENOTTY a terminal, -EINVAL another kind of file. */
+int cap_out_create_file(const char *path, bool regular_only);
+/* What cap_out_create_file's error means, for "cannot write to PATH: %s". */
+const char *cap_out_create_error(int err);
+/* "a directory", "a FIFO"... for a st_mode. */
+const char *cap_file_kind(unsigned mode);
 
 /* ------------------------------------------------------------------ */
 /* drain.c: perf rings -> records                                     */

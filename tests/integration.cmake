@@ -25,7 +25,7 @@ if(REEL_CAPTURE AND TARGET reelcap AND TARGET reel_peer AND TARGET reeltool)
 		set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE TIMEOUT 300)
 	endfunction()
 
-	foreach(t test_capture_it test_capture_loss test_capture_crash)
+	foreach(t test_capture_it test_capture_loss test_capture_crash test_capture_errors)
 		if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c)
 			reel_capture_test(${t})
 		endif()

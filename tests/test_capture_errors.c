@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * reelcap's output errors on the real kernel and real filesystems (root):
+ *
+ * - disk full: a small tmpfs fills during a capture of reel_peer's bulk
+ *   traffic. reelcap stops, says so, exits 1; the file verifies, closes with
+ *   its footer, and its DROP and LOST records add up to the final line's
+ *   counts (DROP > 0);
+ * - a full disk at start: exit 1, "No space left on device", no file left;
+ * - rotation (-C/-W) onto a disk that fills: exit 1; the final line's file
+ *   count and bytes are the files on disk; each file verifies, and the DROP
+ *   and LOST records of all of them add up to the final line; a ring of
+ *   files (-W 3) that wraps: the final line counts the 3 files on disk;
+ * - every signal that ends a capture (SIGHUP, SIGINT, SIGTERM, SIGQUIT, and
+ *   SIGPIPE when --print's reader goes away) closes the file cleanly (footer
+ *   index, exit 0);
+ * - exit 1 after "cannot rotate" (a symlink planted at FILE.1) and for
+ *   --libssl /nonexistent;
+ * - clear messages for a directory as output; a FIFO and /dev/null take the
+ *   capture (like tcpdump -w), a regular file's -C with them is refused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_capture_common.h"
+#include "reel_format.h"
+
+static char mnt[600]; /* a tmpfs mounted by the test, "" if none */
+
+static void print_log(const char *log)
+{
+	char *s = cit_slurp(log, NULL);
+
+	if (s) {
+		printf("---- %s\n%s----\n", log, s);
+		free(s);
+	}
+}
+
+static bool log_has(const char *log, const char *what)
+{
+	char *s = cit_slurp(log, NULL);
+	bool yes = s && strstr(s, what);
+
+	free(s);
+	return yes;
+}
+
+static void expect_log(const char *log, const char *what)
+{
+	if (!log_has(log, what)) {
+		print_log(log);
+		fail_msg("log lacks \"%s\"", what);
+	}
+}
+
+static void need_root(void)
+{
+	if (geteuid() != 0) {
+		printf("not root: BPF capture needs root; skipped\n");
+		skip();
+	}
+}
+
+/* status 0 or the kernel refused BPF (then skip) */
+static void skip_if_refused(int st, const char *log)
+{
+	if (st != 0 && cit_kernel_refused(log)) {
+		print_log(log);
+		printf("the kernel refused the BPF programs; skipped\n");
+		skip();
+	}
+}
+
+static void mount_tmpfs(const char *dir, const char *size)
+{
+	char opts[64];
+
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	assert_int_equal(mkdir(mnt, 0755), 0);
+	snprintf(opts, sizeof(opts), "size=%s,mode=0755", size);
+	if (mount("tmpfs", mnt, "tmpfs", 0, opts)) {
+		printf("cannot mount a tmpfs on %s: %s\n", mnt, strerror(errno));
+		mnt[0] = 0;
+		fail();
+	}
+}
+
+static int unmount_tmpfs(void **state)
+{
+	(void)state;
+	if (mnt[0] && umount2(mnt, MNT_DETACH))
+		printf("umount %s: %s\n", mnt, strerror(errno));
+	mnt[0] = 0;
+	return 0;
+}
+
+/* The final line: "final: 1.2s: N events (..), L LOST, D DROP, F files X (B bytes)". */
+struct final_line {
+	unsigned long long lost, drop, bytes;
+	int files;
+};
+
+static void parse_final(const char *log, struct final_line *f)
+{
+	char *s = cit_slurp(log, NULL), *p = s ? strstr(s, "final: ") : NULL;
+	char unit[8];
+
+	memset(f, 0, sizeof(*f));
+	if (!p || !(p = strstr(p, "), ")) ||
+	    sscanf(p, "), %llu LOST, %llu DROP, %d file", &f->lost, &f->drop, &f->files) != 3 ||
+	    !(p = strstr(p, " DROP, ")) || !(p = strchr(p, '(')) ||
+	    sscanf(p, "(%llu %7s", &f->bytes, unit) != 2) {
+		print_log(log);
+		free(s);
+		fail_msg("no final line in %s", log);
+	}
+	free(s);
+}
+
+/* Sums of a file's LOST and DROP records; whether it closed cleanly. */
+struct file_sums {
+	unsigned long long lost, drop, records;
+	bool clean;
+	int errors;
+};
+
+static void file_sums(const char *path, struct file_sums *s)
+{
+	REEL_OPTS(reel_reader_opts, ro, .no_index = true);
+	struct reel_reader *r = reel_reader__open(path, &ro);
+	struct reel_reader_stats st;
+	struct reel_record rec;
+	int ret;
+
+	if (!r)
+		fail_msg("%s: cannot open: %s", path, strerror(errno));
+	while ((ret = reel_reader__next(r, &rec)) != 0) {
+		if (ret < 0) {
+			s->errors++;
+			continue;
+		}
+		s->records++;
+		if (rec.type == REEL_REC_LOST && rec.len >= sizeof(struct reel_lost))
+			s->lost += ((const struct reel_lost *)rec.data)->lost;
+		if (rec.type == REEL_REC_DROP && rec.len >= sizeof(struct reel_drop))
+			s->drop += ((const struct reel_drop *)rec.data)->records;
+	}
+	reel_reader__stats(r, &st);
+	s->clean = st.clean_close;
+	reel_reader__close(r);
+}
+
+static void expect_verifies(const char *path, const char *log)
+{
+	const char *v[] = {REELTOOL_BIN, "verify", path, NULL};
+	int st = cit_run(v, log);
+
+	if (st != 0) {
+		print_log(log);
+		fail_msg("reeltool verify %s: status 0x%x", path, st);
+	}
+}
+
+static int exit_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* ---- disk full ---- */
+
+static void test_disk_full(void **state)
+{
+	char dir[512], file[700], log[600], vlog[600];
+	const char *argv[] = {REELCAP_BIN, "-w",   file,       "--", REEL_PEER_BIN, "-q",
+			      "--only",	   "tcp4", "--rounds", "3",  NULL};
+	struct final_line fl;
+	struct file_sums fs = {0};
+	int st;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_diskfull", dir, sizeof(dir));
+	mount_tmpfs(dir, "2m");
+	snprintf(file, sizeof(file), "%s/t.reel", mnt);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	st = cit_run(argv, log);
+	skip_if_refused(st, log);
+	if (exit_code(st) != 1)
+		print_log(log);
+	assert_int_equal(exit_code(st), 1);
+	expect_log(log, "No space left on device");
+	expect_log(log, "stopping the capture");
+	parse_final(log, &fl);
+	expect_verifies(file, vlog);
+	file_sums(file, &fs);
+	printf("disk full: final line %llu LOST %llu DROP %d file %llu bytes; file: %llu records, "
+	       "%llu LOST, %llu DROP, clean close %d\n",
+	       fl.lost, fl.drop, fl.files, fl.bytes, fs.records, fs.lost, fs.drop, fs.clean);
+	assert_true(fl.drop > 0);
+	assert_int_equal(fs.errors, 0);
+	assert_true(fs.clean);
+	assert_int_equal(fs.drop, fl.drop);
+	assert_int_equal(fs.lost, fl.lost);
+	assert_int_equal(fl.files, 1);
+	{
+		struct stat sb;
+
+		assert_int_equal(stat(file, &sb), 0);
+		assert_int_equal((unsigned long long)sb.st_size, fl.bytes);
+	}
+}
+
+static void test_disk_full_at_start(void **state)
+{
+	char dir[512], file[700], fill[700], log[600], buf[65536] = {0};
+	const char *argv[] = {REELCAP_BIN, "-w", file, "--", "/bin/true", NULL};
+	struct stat sb;
+	int fd, st;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_fullstart", dir, sizeof(dir));
+	mount_tmpfs(dir, "1m");
+	snprintf(file, sizeof(file), "%s/t.reel", mnt);
+	snprintf(fill, sizeof(fill), "%s/fill", mnt);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	fd = open(fill, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	while (write(fd, buf, 512) > 0)
+		;
+	close(fd);
+	st = cit_run(argv, log);
+	skip_if_refused(st, log);
+	print_log(log);
+	assert_int_equal(exit_code(st), 1);
+	expect_log(log, "cannot start writing");
+	expect_log(log, "No space left on device");
+	/* no empty file passed off as a capture */
+	assert_int_equal(stat(file, &sb), -1);
+}
+
+/* Every file the final line counts (FILE, FILE.1 .. FILE.slots-1), and the
+ * sums of their records; each must verify. */
+static void sum_files(const char *file, int slots, const char *vlog, int *files,
+		      unsigned long long *bytes, struct file_sums *fs)
+{
+	*files = 0;
+	*bytes = 0;
+	for (int i = 0; i < slots; i++) {
+		char path[800];
+		struct stat sb;
+
+		if (i)
+			snprintf(path, sizeof(path), "%s.%d", file, i);
+		else
+			snprintf(path, sizeof(path), "%s", file);
+		if (stat(path, &sb))
+			continue;
+		(*files)++;
+		*bytes += (unsigned long long)sb.st_size;
+		expect_verifies(path, vlog);
+		file_sums(path, fs);
+	}
+}
+
+/* -C 2M -W 20 onto a 16 MB disk: rotation goes on until the disk is full,
+ * then the capture stops. (A drain cycle can bring several MB at once: the
+ * files are larger than -C by that much.) */
+static void test_rotate_disk_full(void **state)
+{
+	char dir[512], file[700], log[600], vlog[600];
+	const char *argv[] = {REELCAP_BIN,   "-w", file,     "-C",   "2M",	 "-W", "20", "--",
+			      REEL_PEER_BIN, "-q", "--only", "tcp4", "--rounds", "6",  NULL};
+	struct final_line fl;
+	struct file_sums fs = {0};
+	unsigned long long bytes = 0;
+	int st, files = 0;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_rotatefull", dir, sizeof(dir));
+	mount_tmpfs(dir, "16m");
+	snprintf(file, sizeof(file), "%s/r.reel", mnt);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	st = cit_run(argv, log);
+	skip_if_refused(st, log);
+	print_log(log);
+	assert_int_equal(exit_code(st), 1);
+	parse_final(log, &fl);
+	sum_files(file, 20, vlog, &files, &bytes, &fs);
+	printf("rotation onto a full disk: final line %d files %llu bytes, %llu LOST, %llu DROP; "
+	       "disk: %d files %llu bytes, %llu LOST, %llu DROP\n",
+	       fl.files, fl.bytes, fl.lost, fl.drop, files, bytes, fs.lost, fs.drop);
+	assert_int_equal(fs.errors, 0);
+	assert_true(files >= 2);
+	assert_true(fl.drop > 0);
+	assert_int_equal(fl.files, files);
+	assert_int_equal(fl.bytes, bytes);
+	assert_int_equal(fs.drop, fl.drop);
+	assert_int_equal(fs.lost, fl.lost);
+}
+
+/* -C 300k -W 3 around 8 MB: the ring of files wraps; the final line counts
+ * the 3 files on disk, not the files written. */
+static void test_rotate_wrap(void **state)
+{
+	char dir[512], file[700], log[600], vlog[600];
+	const char *argv[] = {REELCAP_BIN, "-w",	  file, "-C",	  "300k", "-W", "3",
+			      "--",	   REEL_PEER_BIN, "-q", "--only", "tcp4", NULL};
+	struct final_line fl;
+	struct file_sums fs = {0};
+	unsigned long long bytes = 0;
+	int st, files = 0;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_rotatewrap", dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/w.reel", dir);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	st = cit_run(argv, log);
+	skip_if_refused(st, log);
+	if (st)
+		print_log(log);
+	assert_int_equal(exit_code(st), 0);
+	parse_final(log, &fl);
+	sum_files(file, 4, vlog, &files, &bytes, &fs);
+	printf("-C 300k -W 3: final line %d files %llu bytes; disk: %d files %llu bytes\n",
+	       fl.files, fl.bytes, files, bytes);
+	assert_int_equal(files, 3);
+	assert_int_equal(fl.files, 3);
+	assert_int_equal(fl.bytes, bytes);
+	assert_int_equal(fs.errors, 0);
+}
+
+/* ---- signals ---- */
+
+/* A process in scope that keeps the capture busy: unix stream writes. */
+static pid_t busy_child(void)
+{
+	int sv[2];
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char b[256];
+
+		memset(b, 'x', sizeof(b));
+		for (int i = 0; i < 6000; i++) { /* at most 60 s */
+			struct timespec ts = {0, 10000000};
+
+			if (write(sv[0], b, sizeof(b)) < 0 || read(sv[1], b, sizeof(b)) < 0)
+				_exit(1);
+			nanosleep(&ts, NULL);
+		}
+		_exit(0);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	return pid;
+}
+
+static bool wait_for_log(const char *log, const char *what, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		struct timespec ts = {0, 50000000};
+
+		if (log_has(log, what))
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+static int wait_exit(pid_t pid, int secs)
+{
+	int st;
+
+	for (int i = 0; i < secs * 20; i++) {
+		struct timespec ts = {0, 50000000};
+
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static void one_signal(const char *dir, int sig)
+{
+	char file[700], log[700], vlog[700], pidarg[16];
+	const char *argv[] = {REELCAP_BIN, "-w", file, "-p", pidarg, NULL};
+	struct file_sums fs = {0};
+	pid_t child = busy_child(), cap;
+	int st;
+
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)child);
+	snprintf(file, sizeof(file), "%s/sig%d.reel", dir, sig);
+	snprintf(log, sizeof(log), "%s/sig%d.txt", dir, sig);
+	snprintf(vlog, sizeof(vlog), "%s/verify%d.txt", dir, sig);
+	cap = cit_spawn(argv, log);
+	assert_true(cap > 0);
+	if (!wait_for_log(log, "capturing to", 60)) {
+		kill(cap, SIGKILL);
+		waitpid(cap, &st, 0);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		skip_if_refused(1, log);
+		print_log(log);
+		fail_msg("reelcap did not start");
+	}
+	usleep(300000);
+	kill(cap, sig);
+	st = wait_exit(cap, 30);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	file_sums(file, &fs);
+	printf("%s: exit %d, %llu records, clean close %d\n", strsignal(sig), exit_code(st),
+	       fs.records, fs.clean);
+	if (exit_code(st) != 0 || !fs.clean)
+		print_log(log);
+	assert_int_equal(exit_code(st), 0);
+	assert_true(fs.clean);
+	assert_int_equal(fs.errors, 0);
+	assert_true(fs.records > 2);
+	expect_verifies(file, vlog);
+}
+
+static void test_signals(void **state)
+{
+	const int sigs[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT};
+	char dir[512];
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_signals", dir, sizeof(dir));
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		one_signal(dir, sigs[i]);
+}
+
+/* --print into a pipe whose reader goes away: SIGPIPE ends the capture
+ * like the other signals (tcpdump | head). */
+static void test_sigpipe_print(void **state)
+{
+	char dir[512], file[700], log[700], vlog[700], pidarg[16], buf[4096];
+	const char *argv[] = {REELCAP_BIN, "-w", file, "--print", "-p", pidarg, NULL};
+	struct file_sums fs = {0};
+	pid_t child, cap;
+	int p[2], st, lfd;
+	size_t got = 0;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_sigpipe", dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/p.reel", dir);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	child = busy_child();
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)child);
+	assert_int_equal(pipe(p), 0);
+	lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(lfd >= 0);
+	fflush(NULL);
+	cap = fork();
+	assert_true(cap >= 0);
+	if (cap == 0) {
+		if (dup2(p[1], 1) < 0 || dup2(lfd, 2) < 0)
+			_exit(126);
+		close(p[0]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	close(lfd);
+	/* read what --print says until the child's traffic shows, then leave */
+	while (got < 2000) {
+		ssize_t n = read(p[0], buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	st = wait_exit(cap, 30);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	skip_if_refused(exit_code(st), log);
+	file_sums(file, &fs);
+	printf("SIGPIPE (--print reader gone after %zu bytes): exit %d, %llu records, clean "
+	       "close %d\n",
+	       got, exit_code(st), fs.records, fs.clean);
+	if (exit_code(st) != 0 || !fs.clean)
+		print_log(log);
+	assert_true(got >= 2000);
+	assert_int_equal(exit_code(st), 0);
+	assert_true(fs.clean);
+	expect_verifies(file, vlog);
+}
+
+/* ---- exit codes and messages ---- */
+
+static void test_cannot_rotate(void **state)
+{
+	char dir[512], file[700], link1[800], log[600], vlog[600];
+	const char *argv[] = {REELCAP_BIN, "-w",	  file, "-C",	  "200k", "-W", "3",
+			      "--",	   REEL_PEER_BIN, "-q", "--only", "tcp4", NULL};
+	struct file_sums fs = {0};
+	struct stat sb;
+	int st;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_rotate", dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/x.reel", dir);
+	snprintf(link1, sizeof(link1), "%s.1", file);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	assert_int_equal(symlink("/etc/passwd", link1), 0);
+	st = cit_run(argv, log);
+	skip_if_refused(exit_code(st) == 1 ? 0 : st, log);
+	print_log(log);
+	assert_int_equal(exit_code(st), 1);
+	expect_log(log, "cannot rotate to");
+	expect_log(log, "refusing to write through a symlink");
+	/* the symlink untouched, the capture whole in the first file */
+	assert_int_equal(lstat(link1, &sb), 0);
+	assert_true(S_ISLNK(sb.st_mode));
+	expect_verifies(file, vlog);
+	file_sums(file, &fs);
+	assert_true(fs.clean);
+	assert_int_equal(fs.drop, 0);
+}
+
+static void test_libssl_missing(void **state)
+{
+	char dir[512], file[700], log[600];
+	const char *argv[] = {REELCAP_BIN, "-w",	file, "--libssl", "/nonexistent/libssl.so",
+			      "--",	   "/bin/true", NULL};
+	struct stat sb;
+	int st;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_libssl", dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/t.reel", dir);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	st = cit_run(argv, log);
+	print_log(log);
+	assert_int_equal(exit_code(st), 1);
+	expect_log(log, "--libssl /nonexistent/libssl.so");
+	expect_log(log, "No such file or directory");
+	assert_int_equal(stat(file, &sb), -1);
+}
+
+static void test_output_paths(void **state)
+{
+	char dir[512], file[700], log[600], fifo[700], rd[1500];
+	const char *argv[] = {REELCAP_BIN, "-q", "-w", file, "--", "/bin/true", NULL};
+	const char *rot[] = {REELCAP_BIN, "-q", "-w", file, "-C", "1M", "--", "/bin/true", NULL};
+	struct stat sb;
+	int st;
+
+	(void)state;
+	need_root();
+	cit_workdir("errors_paths", dir, sizeof(dir));
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+
+	/* a directory */
+	snprintf(file, sizeof(file), "%s", dir);
+	st = cit_run(argv, log);
+	assert_int_equal(exit_code(st), 1);
+	expect_log(log, "is a directory");
+
+	/* /dev/null takes the capture, and stays /dev/null */
+	snprintf(file, sizeof(file), "/dev/null");
+	unlink(log);
+	st = cit_run(argv, log);
+	skip_if_refused(st, log);
+	if (st)
+		print_log(log);
+	assert_int_equal(exit_code(st), 0);
+	assert_int_equal(stat("/dev/null", &sb), 0);
+	assert_true(S_ISCHR(sb.st_mode));
+	/* rotation needs a regular file */
+	unlink(log);
+	st = cit_run(rot, log);
+	assert_int_equal(exit_code(st), 2);
+	expect_log(log, "-C needs a regular file");
+
+	/* a FIFO: the capture flows to its reader, a whole file */
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	snprintf(file, sizeof(file), "%s", fifo);
+	snprintf(rd, sizeof(rd), "cat '%s' > '%s/fromfifo.reel'", fifo, dir);
+	{
+		pid_t cat = fork();
+		struct file_sums fs = {0};
+		char out[800];
+
+		assert_true(cat >= 0);
+		if (cat == 0) {
+			execl("/bin/sh", "sh", "-c", rd, (char *)NULL);
+			_exit(127);
+		}
+		unlink(log);
+		st = cit_run(argv, log);
+		waitpid(cat, NULL, 0);
+		if (st)
+			print_log(log);
+		assert_int_equal(exit_code(st), 0);
+		snprintf(out, sizeof(out), "%s/fromfifo.reel", dir);
+		file_sums(out, &fs);
+		assert_true(fs.clean);
+		assert_true(fs.records > 0);
+		assert_int_equal(stat(fifo, &sb), 0);
+		assert_true(S_ISFIFO(sb.st_mode));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_disk_full, unmount_tmpfs),
+		cmocka_unit_test_teardown(test_disk_full_at_start, unmount_tmpfs),
+		cmocka_unit_test_teardown(test_rotate_disk_full, unmount_tmpfs),
+		cmocka_unit_test(test_rotate_wrap),
+		cmocka_unit_test(test_signals),
+		cmocka_unit_test(test_sigpipe_print),
+		cmocka_unit_test(test_cannot_rotate),
+		cmocka_unit_test(test_libssl_missing),
+		cmocka_unit_test(test_output_paths),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
