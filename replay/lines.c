@@ -40,6 +40,15 @@ void reel_line_reserve(struct reel_pipeline *p, size_t need)
 	}
 }
 
+/* "tcp" or "udp" for a connection of an IP transport, else NULL. */
+static const char *ip_l4(const struct conn *c)
+{
+	return c->l4 == REEL_L4_TCP ? "tcp" : c->l4 == REEL_L4_UDP ? "udp" : NULL;
+}
+
+/* Endpoints without the tuple (its CONN_OPEN lost, or never made): a Unix
+ * socket by its inode, a TCP or UDP one as "tcp:?" (address unknown), never
+ * taken for the other. */
 static void ep_text(const struct conn *c, int side, char *buf, size_t cap)
 {
 	struct reel_sb sb;
@@ -57,6 +66,8 @@ static void ep_text(const struct conn *c, int side, char *buf, size_t cap)
 			reel_endpoint_str(&c->remote, buf, cap);
 		else if (c->remote_ino)
 			reel_sb_printf(&sb, "unix:%" PRIu64, c->remote_ino);
+		else if (ip_l4(c))
+			reel_sb_printf(&sb, "%s:?", ip_l4(c));
 		else
 			reel_sb_puts(&sb, "unix");
 	}
@@ -82,7 +93,9 @@ void reel_server_ep(const struct conn *c, char *buf, size_t cap)
 	if (c->have_tuple)
 		put_ep(&sb, c, c->role == REEL_ROLE_SERVER ? 0 : 1);
 	else if (c->role == REEL_ROLE_SERVER)
-		reel_sb_printf(&sb, "unix:%s", c->comm);
+		reel_sb_printf(&sb, "%s:%s", ip_l4(c) ? ip_l4(c) : "unix", c->comm);
+	else if (ip_l4(c))
+		reel_sb_printf(&sb, "%s:?", ip_l4(c));
 	else
 		reel_sb_puts(&sb, "unix");
 }

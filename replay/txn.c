@@ -364,9 +364,18 @@ void reel_on_txn(void *ctx, const struct reel_txn *t)
 	struct conn *c = ctx;
 	struct reel_pipeline *p = c->p;
 	uint64_t ts = t->req_ts ? t->req_ts : t->resp_ts;
+	struct reel_txn timed;
 	char ep[96];
 	struct reel_sb sb;
 
+	if (!ts) {
+		/* made of holes only: no byte gave it a time (0 would print as
+		 * the boot time). It stands where its connection is now: the
+		 * event past the hole, or the close. */
+		timed = *t;
+		timed.req_ts = ts = c->last_ts > c->open_ts ? c->last_ts : c->open_ts;
+		t = &timed;
+	}
 	p->st.txns++;
 	c->txns++;
 	if (reel_txn_is_error(t))
