@@ -223,7 +223,10 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
 
 	if (!w)
 		return NULL;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* "-": standard output (the caller has made sure it is no terminal) */
+	w->fd = strcmp(path, "-")
+			? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)
+			: fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (w->fd < 0) {
 		int e = errno;
 

@@ -15,7 +15,10 @@
  * large stdio buffer (*bufp, to free after fclose). NULL + errno. */
 static FILE *open_output(const char *path, void **bufp)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* "-": standard output, as reel_pcapng__open */
+	int fd = strcmp(path, "-")
+			 ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)
+			 : fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	FILE *f;
 
 	*bufp = NULL;

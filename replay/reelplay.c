@@ -198,6 +198,7 @@ static int start_pipeline(struct play *r)
 {
 	struct play_args *a = &r->a;
 	struct reel_pipeline_opts *po = &a->po;
+	bool stdout_taken;
 
 	if (a->print || r->json == stdout) {
 		static char out_buf[1 << 20];
@@ -206,7 +207,10 @@ static int start_pipeline(struct play *r)
 	}
 	po->print = a->print ? stdout : NULL;
 	po->json = r->json;
-	po->summary = a->summary ? (a->print || r->json == stdout ? stderr : stdout) : NULL;
+	/* the summary goes to stderr when stdout carries another output */
+	stdout_taken =
+		a->print || r->json == stdout || (a->write_path && !strcmp(a->write_path, "-"));
+	po->summary = !a->summary ? NULL : stdout_taken ? stderr : stdout;
 	if (a->write_path && !strcmp(a->format, "pcap"))
 		po->pcap_path = a->write_path;
 	else
@@ -223,8 +227,12 @@ static int start_pipeline(struct play *r)
 
 	errno = 0;
 	r->pipe = reel_pipeline__new(po);
-	if (!r->pipe) /* the pipeline printed what was wrong */
-		return errno == EINVAL ? 2 : 1;
+	if (!r->pipe) { /* the pipeline printed what was wrong */
+		if (errno != EINVAL)
+			return 1;
+		fputs("Try 'reelplay --help'.\n", stderr);
+		return 2;
+	}
 	for (int i = 0; i < a->nfiles; i++)
 		reel_pipeline__set_header(r->pipe, (uint32_t)i, reel_reader__header(r->readers[i]));
 	r->merge = reel_merge__new(r->readers, a->nfiles, NULL);

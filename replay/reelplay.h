@@ -43,6 +43,10 @@ struct play_args {
  * status (0 after --help/--version, 2 after a usage error, 1). */
 int play_parse_args(int argc, char **argv, struct play_args *a);
 void play_args_free(struct play_args *a);
+/* reelplay_out.c: whether each output can be written where it is named
+ * ("-": standard output, never a terminal for -w). PLAY_GO, or the exit
+ * status after a message naming the option and the reason. */
+int play_check_outputs(const struct play_args *a);
 /* "reelplay: MSG\nTry 'reelplay --help'." on stderr; returns 2. */
 int play_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -28,7 +28,7 @@ static const char usage_text[] =
 	"\n"
 	"Replays .reel captures: merges per-CPU streams, reassembles connections,\n"
 	"parses HTTP/1, HTTP/2, DNS, Redis, PostgreSQL, MySQL, and writes:\n"
-	"  -w, --write OUT       synthesized packets (pcapng; see -F)\n"
+	"  -w, --write OUT|-     synthesized packets (pcapng; see -F); - for stdout\n"
 	"  -F, --format FMT      pcapng (default) or pcap (legacy, via libpcap)\n"
 	"      --json OUT|-      a JSON line per transaction and per closed connection\n"
 	"      --print           a readable line per event and per transaction (stdout)\n"
@@ -309,6 +309,12 @@ int play_parse_args(int argc, char **argv, struct play_args *a)
 				      "--json a file");
 	}
 
+	rc = play_check_outputs(a);
+	if (rc != PLAY_GO) {
+		free(a->files);
+		free(a->filter);
+		return rc;
+	}
 	for (int i = 0; i < a->nports; i++)
 		a->ports[i] = (uint16_t)a->ports32[i];
 	return PLAY_GO;

@@ -1646,6 +1646,101 @@ static void test_reelplay_cli(void **state)
 	free(out);
 }
 
+/* exit status of reelplay ARGS (on o.reel, run in tmpdir), its stderr in
+ * *err (to free) */
+static int play_err(char **err, const char *args)
+{
+	int rc = sh("cd %s && %s o.reel %s 2>o.err", tmpdir, REELPLAY, args);
+
+	*err = slurp(path_in_tmp("o.err"));
+	assert_non_null(*err);
+	return rc;
+}
+
+/*
+ * reelplay's outputs: -w - is standard output (byte for byte the file -w
+ * FILE writes, pcapng and pcap); a FIFO and /dev/null are written to; a
+ * directory, an input, a symlink, stdout named twice, a bad --conn or
+ * filter each get a message naming what is wrong (usage errors with the
+ * help hint).
+ */
+static void test_reelplay_outputs(void **state)
+{
+	static struct tstream s;
+	size_t in_size;
+	struct stat st;
+	char *err;
+
+	(void)state;
+	build_http_lossy(&s);
+	write_reel(path_in_tmp("o.reel"), &s);
+	ts_free(&s);
+	assert_int_equal(stat(path_in_tmp("o.reel"), &st), 0);
+	in_size = (size_t)st.st_size;
+
+	for (int pcap = 0; pcap < 2; pcap++) {
+		const char *f = pcap ? "-F pcap" : "";
+
+		assert_int_equal(
+			sh("cd %s && %s o.reel %s -w o.file 2>/dev/null", tmpdir, REELPLAY, f), 0);
+		assert_int_equal(
+			sh("cd %s && %s o.reel %s -w - >o.stdout 2>/dev/null", tmpdir, REELPLAY, f),
+			0);
+		assert_int_not_equal(access(path_in_tmp("-"), F_OK), 0); /* no file "-" */
+		assert_int_equal(sh("cmp -s %s %s", path_in_tmp("o.file"), path_in_tmp("o.stdout")),
+				 0);
+		assert_true(count_packets(path_in_tmp("o.stdout")) > 0);
+	}
+	/* --summary beside -w -: on stderr, stdout holds only the packets */
+	assert_int_equal(play_err(&err, "-w o.png"), 0);
+	free(err);
+	assert_int_equal(play_err(&err, "-w - --summary >o.stdout"), 0);
+	assert_non_null(strstr(err, "LOST 3 samples"));
+	free(err);
+	assert_int_equal(sh("cmp -s %s %s", path_in_tmp("o.png"), path_in_tmp("o.stdout")), 0);
+	/* a FIFO, read by cat; /dev/null */
+	assert_int_equal(mkfifo(path_in_tmp("o.fifo"), 0600), 0);
+	assert_int_equal(sh("cd %s && (cat o.fifo >o.fromfifo &) && %s o.reel -w o.fifo && "
+			    "sleep 0.3 && cmp -s o.fromfifo o.stdout",
+			    tmpdir, REELPLAY),
+			 0);
+	assert_int_equal(play_err(&err, "-w /dev/null --json /dev/null"), 0);
+	free(err);
+
+	assert_int_equal(mkdir(path_in_tmp("o.dir"), 0700), 0);
+	assert_int_equal(play_err(&err, "-w o.dir"), 1);
+	assert_non_null(strstr(err, "reelplay: -w o.dir: is a directory"));
+	free(err);
+	assert_int_equal(play_err(&err, "--json o.dir"), 1);
+	assert_non_null(strstr(err, "reelplay: --json o.dir: is a directory"));
+	free(err);
+	assert_int_equal(play_err(&err, "-w o.dir/none/x.pcapng"), 1);
+	assert_non_null(strstr(err, "o.dir/none: No such file or directory"));
+	free(err);
+	assert_int_equal(play_err(&err, "-w o.reel"), 1);
+	assert_non_null(strstr(err, "is one of the inputs"));
+	free(err);
+	assert_int_equal(stat(path_in_tmp("o.reel"), &st), 0);
+	assert_int_equal((size_t)st.st_size, in_size);
+	assert_int_equal(symlink("o.file", path_in_tmp("o.link")), 0);
+	assert_int_equal(play_err(&err, "-w o.link"), 1);
+	assert_non_null(strstr(err, "is a symbolic link"));
+	free(err);
+
+	assert_int_equal(play_err(&err, "-w - --print"), 2);
+	assert_non_null(strstr(err, "both want standard output"));
+	assert_non_null(strstr(err, "Try 'reelplay --help'."));
+	free(err);
+	assert_int_equal(play_err(&err, "--conn xyz"), 2);
+	assert_non_null(strstr(err, "bad connection filter 'xyz'"));
+	assert_non_null(strstr(err, "Try 'reelplay --help'."));
+	free(err);
+	assert_int_equal(play_err(&err, "tcp port foo"), 2);
+	assert_non_null(strstr(err, "bad filter expression"));
+	assert_non_null(strstr(err, "Try 'reelplay --help'."));
+	free(err);
+}
+
 static void test_reelplay_damaged(void **state)
 {
 	static uint8_t req[REQ_BYTES], resp[RESP_BYTES];
@@ -1747,6 +1842,7 @@ int main(void)
 		cmocka_unit_test(test_ipv6_and_udp),
 		cmocka_unit_test(test_pcapng_csum_later),
 		cmocka_unit_test(test_reelplay_cli),
+		cmocka_unit_test(test_reelplay_outputs),
 		cmocka_unit_test(test_reelplay_damaged),
 	};
 	const char *seeds = getenv("REEL_WRITE_SEEDS");
