@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command: installs what is missing, builds, and runs the
-# whole test suite twice: a plain RelWithDebInfo build and an ASan+UBSan build.
+# whole test suite twice: a plain RelWithDebInfo build and an ASan+UBSan build;
+# then each fuzz target for a bounded time (tools/fuzz.sh).
 # Integration tests need root (BPF); run as root or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,4 +26,7 @@ run_suite() { # build-dir cmake-args...
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DREEL_SANITIZE=ON
+# bounded fuzzing on top of the corpora the suites replayed: a minute per
+# target in CI (.ci/run), REEL_FUZZ_SECONDS (default 10) otherwise
+tools/fuzz.sh -t "${REEL_FUZZ_SECONDS:-10}"
 echo "=== all suites passed"
