@@ -479,8 +479,10 @@ int main(int argc, char **argv)
 	if (!r.o)
 		return 1;
 	err = cap_parse_args(argc, argv, r.o);
-	if (err)
-		return err;
+	if (err) {
+		ret = err;
+		goto out;
+	}
 	cap_set_prints();
 
 	if (r.o->cgroup) {
@@ -488,7 +490,8 @@ int main(int argc, char **argv)
 		if (err) {
 			fprintf(stderr, "reelcap: --cgroup %s: %s (%d)\n", r.o->cgroup,
 				strerror(-err), -err);
-			return 2;
+			ret = 2;
+			goto out;
 		}
 	}
 	if (geteuid() != 0)
@@ -500,13 +503,13 @@ int main(int argc, char **argv)
 	if (r.o->libssl && access(r.o->libssl, R_OK)) {
 		/* asked for by name: without it the capture is not what was asked */
 		fprintf(stderr, "reelcap: --libssl %s: %s\n", r.o->libssl, strerror(errno));
-		return 1;
+		goto out;
 	}
 	r.out_fd = cap_out_create_file(r.o->out_path, false);
 	if (r.out_fd < 0) {
 		fprintf(stderr, "reelcap: cannot write to %s: %s\n", r.o->out_path,
 			cap_out_create_error(r.out_fd));
-		return 1;
+		goto out;
 	}
 	{
 		struct stat st;
@@ -528,6 +531,7 @@ int main(int argc, char **argv)
 		ret = finish(&r);
 	}
 	teardown(&r);
+out:
 	free(r.o);
 	return ret;
 }
