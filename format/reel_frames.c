@@ -274,10 +274,19 @@ bool reel_frames_from_footer(struct reel_reader *r, uint64_t hdr_end)
 				goto bad;
 			f = reel_frames_push(r, FK_HEADER, 0, comp);
 		} else if (raw) {
-			/* the frame, not the table, says how large its content is */
-			if (comp < 8 || raw > REEL_MAX_BLOCK_RAW ||
-			    rd32(b + off) != REEL_ZSTD_MAGIC ||
-			    ZSTD_getFrameContentSize(b + off, comp) != raw)
+			/* The frame, not the table, says how large its content is:
+			 * checked when the block is read (reel_reader__next), not
+			 * here, so that opening a large file reads its footer and
+			 * not one page per block. The first and the last frames
+			 * are checked now: the writer puts its skippable frames
+			 * there (the header copy, the index), and a table entry
+			 * that calls one of them a block must not shift the
+			 * block numbers. */
+			if (comp < 8 || raw > REEL_MAX_BLOCK_RAW)
+				goto bad;
+			if ((i == 1 || i == n - 1) &&
+			    (rd32(b + off) != REEL_ZSTD_MAGIC ||
+			     ZSTD_getFrameContentSize(b + off, comp) != raw))
 				goto bad;
 			f = reel_frames_push(r, FK_DATA, off, comp);
 			if (f) {

@@ -271,8 +271,8 @@ static int load_block_dec(const struct reel_reader *r, struct reel_blkdec *d,
 		       REEL_MAX_BLOCK_RAW);
 	if (cs % 8)
 		BLKERR(-REEL_ERR_CORRUPT, "content size %llu is not a multiple of 8", cs);
-	if (f->raw && cs != f->raw)
-		BLKERR(-REEL_ERR_CORRUPT, "content size %llu, seek table says %u", cs, f->raw);
+	/* a content size the seek table disagrees with: the frame is right
+	 * (its checksum says so); reel_reader__next reports the table */
 	reel_frame_hdr_size(p, f->size, &ck);
 	if (!ck)
 		BLKERR(-REEL_ERR_CORRUPT, "frame has no content checksum");
@@ -522,6 +522,17 @@ void reel_reader__swap_buf(struct reel_reader *r, uint8_t *buf, size_t cap)
 	r->roff = r->blen = 0;
 }
 
+/* A block whose content size is not the one the trusted seek table gave:
+ * the table is checked against the frames when the reader reaches it, and
+ * reported there (its records are all read). */
+static void table_disagrees(struct reel_reader *r)
+{
+	struct rframe *t = &r->frames[r->nframes - 1];
+
+	if (t->kind == FK_SEEK && t->status == ST_OK)
+		t->status = ST_UNSEEN;
+}
+
 int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 {
 	if (!r || !rec)
@@ -557,6 +568,8 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 				return rc;
 			}
 			f->status = ST_OK;
+			if (f->raw && f->raw != len)
+				table_disagrees(r);
 			f->raw = (uint32_t)len;
 			drop_behind(r, f->off);
 			r->blen = len;

@@ -17,6 +17,7 @@
 
 #include "reel_format.h"
 #include "format_internal.h"
+#include "reel_reader_internal.h"
 
 static char tmpdir[256];
 
@@ -1252,6 +1253,115 @@ static void test_perms_symlink(void **state)
 	assert_true(S_ISLNK(st.st_mode));
 }
 
+/* pwrite of one byte XORed with x at off */
+static void flip_at(const char *path, uint64_t off, uint8_t x)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= x;
+	assert_int_equal(pwrite(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+}
+
+/* Reads every record; returns how many, with the negative returns counted
+ * in *errs and the last message in msg. */
+static uint32_t read_every(struct reel_reader *r, int *errs, char *msg, size_t cap)
+{
+	struct reel_record rec;
+	uint32_t n = 0;
+	int rc;
+
+	*errs = 0;
+	while ((rc = reel_reader__next(r, &rec)) != 0) {
+		if (rc < 0) {
+			(*errs)++;
+			snprintf(msg, cap, "%s", reel_reader__errmsg(r));
+			continue;
+		}
+		check_rec(&rec, rec_id(&rec));
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Opening a cleanly closed file reads its footer, not its blocks: a block
+ * whose frame is damaged, or a seek table entry whose content size is
+ * flipped, leaves the table trusted (no walk over the file at open). The
+ * damaged block alone is lost; with the flipped entry every record is read
+ * and the table is reported when the reader reaches it.
+ */
+static void test_open_trusts_table(void **state)
+{
+	char path[300], msg[512] = "";
+	const struct reel_block_info *bi;
+	struct reel_reader *r;
+	uint64_t blk_off, size, st_off, off = 0;
+	uint32_t n, nent, blk_rec, ent = 0;
+	struct stat sb;
+	int nb, errs;
+
+	(void)state;
+	tpath(path, sizeof(path), "lazy.reel");
+	write_std(path, 3000, 4096);
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	nb = reel_reader__blocks(r, &bi);
+	assert_true(nb > 10);
+	blk_off = bi[4].offset;
+	blk_rec = bi[4].records;
+	reel_reader__close(r);
+
+	/* the magic of block 4's frame */
+	flip_at(path, blk_off, 0x01);
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	assert_false(r->walked);
+	n = read_every(r, &errs, msg, sizeof(msg));
+	assert_int_equal(n, 3000 - blk_rec);
+	assert_int_equal(errs, 1);
+	assert_non_null(strstr(msg, "not a zstd frame"));
+	reel_reader__close(r);
+	flip_at(path, blk_off, 0x01);
+
+	/* the content size of block 4 in the seek table */
+	assert_int_equal(stat(path, &sb), 0);
+	size = (uint64_t)sb.st_size;
+	{
+		uint8_t t[4 + REEL_SEEK_FOOTER_SIZE];
+		int fd = open(path, O_RDONLY);
+
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, t, sizeof(t), (off_t)(size - sizeof(t))),
+				 (ssize_t)sizeof(t));
+		nent = (uint32_t)t[4] | (uint32_t)t[5] << 8 | (uint32_t)t[6] << 16 |
+		       (uint32_t)t[7] << 24;
+		st_off = size - (8 + (uint64_t)nent * 8 + REEL_SEEK_FOOTER_SIZE);
+		while (off < blk_off) { /* the entry of the frame at blk_off */
+			uint8_t e[4];
+
+			assert_int_equal(pread(fd, e, 4, (off_t)(st_off + 8 + ent * 8)), 4);
+			off += (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 |
+			       (uint32_t)e[3] << 24;
+			ent++;
+		}
+		close(fd);
+	}
+	assert_int_equal(off, blk_off);
+	flip_at(path, st_off + 8 + ent * 8 + 4 + 1, 0x04); /* raw, bit 10 */
+	r = reel_reader__open(path, NULL);
+	assert_non_null(r);
+	assert_false(r->walked);
+	n = read_every(r, &errs, msg, sizeof(msg));
+	assert_int_equal(n, 3000);
+	assert_int_equal(errs, 1);
+	assert_non_null(strstr(msg, "content size"));
+	reel_reader__close(r);
+}
+
 static void test_seek_tick(void **state)
 {
 	char path[300];
@@ -2033,6 +2143,7 @@ int main(void)
 		cmocka_unit_test(test_rotate),
 		cmocka_unit_test(test_perms_symlink),
 		cmocka_unit_test(test_seek_tick),
+		cmocka_unit_test(test_open_trusts_table),
 		cmocka_unit_test(test_not_reel),
 		cmocka_unit_test(test_data_files),
 		cmocka_unit_test(test_coding_roundtrip),
