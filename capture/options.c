@@ -165,6 +165,23 @@ static const struct option long_opts[] = {
 	{},
 };
 
+/* The output options together: 0, or 2 after the usage. */
+static int check_output(const struct cap_opts *o)
+{
+	struct stat st;
+
+	if (!o->out_path)
+		return usage_error("-w FILE is required");
+	if (o->file_count && !o->file_size)
+		return usage_error("-W needs -C");
+	/* rotation renames nothing: it creates FILE.1... beside FILE */
+	if (o->file_size && !lstat(o->out_path, &st) && !S_ISREG(st.st_mode) &&
+	    !S_ISLNK(st.st_mode))
+		return usage_error("-C needs a regular file: %s is %s", o->out_path,
+				   cap_file_kind(st.st_mode));
+	return 0;
+}
+
 int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 {
 	uint64_t v;
@@ -289,19 +306,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 	if (o->cmd && strcmp(argv[optind - 1], "--") != 0)
 		return usage_error("unexpected argument '%s' (a command goes after --)",
 				   argv[optind]);
-	if (!o->out_path)
-		return usage_error("-w FILE is required");
-	if (o->file_count && !o->file_size)
-		return usage_error("-W needs -C");
-	if (o->file_size) {
-		struct stat st;
-
-		/* rotation renames nothing: it creates FILE.1... beside FILE */
-		if (!lstat(o->out_path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-			return usage_error("-C needs a regular file: %s is %s", o->out_path,
-					   cap_file_kind(st.st_mode));
-	}
-	return 0;
+	return check_output(o);
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
