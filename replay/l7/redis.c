@@ -202,7 +202,10 @@ static int check_start(const uint8_t *p, size_t n, int dir)
 			return MORE;
 		if (p[l] != '$')
 			return NO;
-		l2 = line_len(p + l, n - l);
+		/* the length line is looked for in its first 32 bytes, whether
+		 * the rest has come or not: the same bytes give the same answer
+		 * however they were split */
+		l2 = line_len(p + l, n - l < 32 ? n - l : 32);
 		if (!l2)
 			return n - l >= 32 ? NO : MORE;
 		if (l2 < 4 || p[l + l2 - 2] != '\r' || !parse_i64(p + l + 1, l2 - 3, &v) || v < 1)
