@@ -125,6 +125,7 @@ enum reel_syscall {
 	REEL_SYS_ACCEPT4,
 	REEL_SYS_SSL_WRITE, /* TLS plaintext from a uprobe */
 	REEL_SYS_SSL_READ,
+	REEL_SYS_IO_URING, /* version 2: a send/receive outside the data syscalls (URING) */
 	REEL_SYS_MAX,
 };
 
@@ -138,6 +139,14 @@ enum reel_syscall {
 /* Version 2. OVERLOAD: with TRUNCATED and cap_len 0, bytes left out because the ring
  * was filling (the overload control, ABI.md), not because of the snaplen. */
 #define REEL_DATAF_OVERLOAD 0x40
+/* Version 2. FILE_REF: with LENGTH_ONLY (sendfile), a struct reel_file_ref naming the
+ * file the bytes came from follows the 104-byte header (cap_len 0, hdr.size 104 + 72);
+ * reelcap may add FILL records (format) with the file's bytes. */
+#define REEL_DATAF_FILE_REF 0x80
+/* Version 2. URING: with LENGTH_ONLY, bytes a socket moved outside the data syscalls
+ * (io_uring: inline, its workers, task work), seen by the sock tracepoints; syscall
+ * IO_URING. */
+#define REEL_DATAF_URING 0x100
 
 /*
  * DATA: one chunk of a syscall's payload. A syscall that moved N bytes yields
@@ -164,6 +173,27 @@ struct reel_ev_data {
 	struct reel_endpoint peer; /* HAS_PEER: remote address of this datagram */
 	reel_u32 reserved2;
 	/* reel_u8 payload[cap_len]; at offset sizeof(struct reel_ev_data) == 104 */
+};
+
+/*
+ * The source of sendfile's bytes, as the kernel knew it at the call's exit
+ * (version 2; follows a DATA header flagged FILE_REF). dev and ino as stat()
+ * reports them; times as stat()'s st_mtim/st_ctim; generation as
+ * FS_IOC_GETVERSION (what file handles carry). A reader of the file later
+ * takes its bytes only if the file still has this identity, size and times.
+ */
+struct reel_file_ref {
+	reel_u64 dev;	 /* st_dev (user-space encoding of the superblock's s_dev) */
+	reel_u64 ino;	 /* st_ino */
+	reel_u64 offset; /* file offset of the chunk's first byte */
+	reel_u64 size;	 /* i_size at the call's exit */
+	reel_u64 mtime_sec;
+	reel_u32 mtime_nsec;
+	reel_u32 generation; /* i_generation */
+	reel_u64 ctime_sec;
+	reel_u32 ctime_nsec;
+	reel_s32 fd;	   /* the source fd of the call (in_fd) */
+	reel_u64 fs_magic; /* the file system's magic (statfs f_type) */
 };
 
 enum reel_role {

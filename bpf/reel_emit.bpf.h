@@ -154,10 +154,11 @@ static __always_inline __u64 ovl_cap(__u64 fill)
 }
 
 /* Payload bytes the next chunk may carry at this fill level: what keeps
- * the ring below 15/16 full (the last sixteenth is for events without
- * payload), at most a chunk. 0: no room for 256 bytes of payload now (so
- * chunks are at least that, which bounds the walk's steps). */
-static __always_inline __u32 fill_room(__u64 fill)
+ * the ring below 15/16 full (the rest is for events without payload), at
+ * most a chunk; but a call's first 256 bytes (`first`) while they keep it
+ * below 31/32. 0: no room for 256 bytes of payload now (so chunks are at
+ * least that, which bounds the walk's steps). */
+static __always_inline __u32 fill_room(__u64 fill, bool first)
 {
 	__u64 r = ring_bytes, lim;
 
@@ -166,14 +167,25 @@ static __always_inline __u32 fill_room(__u64 fill)
 	fill += R_DATA_RING_BYTES;
 	lim = r - r / 16;
 	if (fill + 256 > lim)
-		return 0;
+		return first && fill + 256 <= r - r / 32 ? 256 : 0;
 	lim -= fill;
 	return lim < REEL_CHUNK_MAX ? (__u32)lim & ~7U : REEL_CHUNK_MAX;
 }
 
-static __always_inline __u32 chunk_room(__u32 cpu)
+/* The room for the next chunk of a call that has walked `off` bytes: a
+ * chunk is at most a quarter of the ring, and past a quarter of the ring a
+ * call goes on only while the ring stays below a quarter full (the drain
+ * keeps up): one large call cannot take the room the next calls' first
+ * bytes need. */
+static __always_inline __u32 chunk_room(__u32 cpu, __u64 off)
 {
-	return fill_room(ring_fill(cpu));
+	__u64 fill = ring_fill(cpu), q = ring_bytes / 4;
+	__u32 room;
+
+	if (q && off >= q && fill >= q)
+		return 0;
+	room = fill_room(fill, off == 0);
+	return q && room > q ? (__u32)q : room;
 }
 
 /* Payload walk state of the message being emitted (one per CPU). */
@@ -197,7 +209,9 @@ struct walk_state {
 	__u32 chunk_flags;
 	__u32 chunk;
 	__u32 cpu;
-	__u32 tls; /* a uprobe program's walk (tls_scratch) */
+	__u32 tls;     /* a uprobe program's walk (tls_scratch) */
+	__u32 trailer; /* bytes after the header that are not payload (FILE_REF) */
+	__u32 pad;
 };
 
 /* Twice the largest chunk, so that "fill < CHUNK_MAX plus a read of at
@@ -274,8 +288,10 @@ static __always_inline void flush_chunk(void *ctx, struct scratch *s, __u64 len,
 	if (st->has_seq)
 		s->ev.tcp_seq = st->seq_end - (__u32)(st->total - st->chunk_off);
 	s->ev.chunk = st->chunk;
-	s->ev.hdr.size = sizeof(struct reel_ev_data) + cap;
-	output_acct(ctx, &s->ev, sizeof(struct reel_ev_data) + (cap & (R_DATA_BUF - 1)), st->tls);
+	s->ev.hdr.size = sizeof(struct reel_ev_data) + cap + st->trailer;
+	output_acct(ctx, &s->ev,
+		    sizeof(struct reel_ev_data) + ((cap + st->trailer) & (R_DATA_BUF - 1)),
+		    st->tls);
 	s->ev.flags &= ~(st->chunk_flags | flags);
 	st->chunk_flags = 0;
 	st->chunk++;
@@ -351,7 +367,7 @@ static long walk_step(__u32 i, void *arg)
 	}
 	if (!st->fill) {
 		/* a chunk starts: as much as the ring has room for */
-		st->chunk_lim = chunk_room(st->cpu);
+		st->chunk_lim = chunk_room(st->cpu, st->off);
 		if (!st->chunk_lim) {
 			st->budget = st->off; /* the rest is OVERLOAD */
 			return 1;
@@ -454,6 +470,9 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 		s->ev.peer = m->peer;
 
 	if (m->flags & REEL_DATAF_LENGTH_ONLY) {
+		/* sendfile: the caller put the file's reference in s->data */
+		if (m->flags & REEL_DATAF_FILE_REF)
+			st->trailer = sizeof(struct reel_file_ref);
 		flush_chunk(ctx, s, m->total, 0, 0);
 		return 0;
 	}
@@ -464,7 +483,7 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 	cap = ovl_cap(fill);
 	st->budget = st->snap_end < cap ? st->snap_end : cap;
 	/* fast path, the common case: one flat buffer that fits one chunk */
-	room = fill_room(fill);
+	room = fill_room(fill, true);
 	if (!m->is_iov && m->total == st->budget && m->total <= room && m->buflen >= m->total) {
 		__u64 n = m->total;
 

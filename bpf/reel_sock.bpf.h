@@ -176,15 +176,24 @@ static __always_inline int user_sockaddr(const void *uaddr, struct reel_endpoint
 	return 0;
 }
 
+#define R_RCV_SHUTDOWN 1
+
 /* TCP sequence numbers: next byte to queue (egress), next byte to copy to
- * user (ingress). Read at sys_exit, so they are one past the call's bytes. */
+ * user (ingress). Read at sys_exit, so they are one past the call's bytes;
+ * except when the read also consumed the peer's FIN, which counts one in
+ * copied_seq (tcp_recvmsg: found_fin_ok): then copied_seq has caught up
+ * with rcv_nxt on a socket that has its FIN. */
 static __always_inline __u32 tcp_seq_end(struct sock *sk, int dir)
 {
 	struct tcp_sock *tp = RDONLY(struct tcp_sock, sk);
+	__u32 copied;
 
 	if (dir == REEL_DIR_EGRESS)
 		return tp->write_seq;
-	return tp->copied_seq;
+	copied = tp->copied_seq;
+	if ((RDONLY(struct sock, sk)->sk_shutdown & R_RCV_SHUTDOWN) && copied == tp->rcv_nxt)
+		copied--;
+	return copied;
 }
 
 #endif /* REEL_SOCK_BPF_H */

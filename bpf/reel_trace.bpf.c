@@ -22,6 +22,7 @@
 #include "reel_abi.h"
 #include "reel_sock.bpf.h"
 #include "reel_emit.bpf.h"
+#include "reel_file.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -61,16 +62,21 @@ struct {
 
 /* Per connection state, key tgid << 32 | fd. `ino` is the generation: an fd
  * whose socket inode differs was reused. LRU so sockets whose close we never
- * saw (dup2, exit, exec) age out instead of filling the map. */
+ * saw (dup2, exit, exec) age out instead of filling the map. A socket no fd
+ * of its process names (an io_uring fixed file: reel_uring.bpf.h) is keyed
+ * tgid << 32 | R_FDLESS_KEY(ino) and reported with fd -1. */
+#define R_FDLESS_KEY(ino) (0x80000000U | ((__u32)(ino)&0x7fffffffU))
+
 struct conn_state {
 	__u64 ino;
 	__u64 sk;
 	__u64 pos[2];	  /* stream position per reel_dir */
 	__u64 tls_pos[2]; /* TLS plaintext stream position per reel_dir */
+	__s32 fd;	  /* as reported (-1: no fd) */
 	__u8 l4;
 	__u8 family;
 	__u8 role;
-	__u8 pad[5];
+	__u8 pad;
 };
 
 struct {
@@ -145,7 +151,22 @@ static __always_inline void pid_set(__u32 tgid, bool on)
 		__sync_fetch_and_and(v, ~bit);
 }
 
-/* Everything that can be decided before looking at the fd, cheapest first. */
+/* Everything that can be decided before looking at the fd, cheapest first.
+ * `task` is the current task, whose comm --comm tests; an io_uring worker
+ * (iou-wrk-N, iou-sqp-N) stands for its process: its leader's comm. */
+static __always_inline bool in_scope_task(__u32 tgid, struct task_struct *task, bool io_worker)
+{
+	if (tgid == self_tgid)
+		return false;
+	if (filter_comm && !comm_matches(io_worker ? task->group_leader : task))
+		return false;
+	if (filter_pids && !pid_in_set(tgid))
+		return false;
+	if (filter_cgroup && bpf_get_current_cgroup_id() != filter_cgroup)
+		return false;
+	return true;
+}
+
 static __always_inline bool in_scope(__u32 tgid)
 {
 	if (tgid == self_tgid)
@@ -300,15 +321,14 @@ static __always_inline void emit_close(void *ctx, __u32 tgid, int fd, const stru
 	output(ctx, &ev, sizeof(ev));
 }
 
-/* The connection state for (tgid, fd) with generation si->ino: found, or
+/* The connection state under `key` with generation si->ino: found, or
  * created (a stale generation, whose close was not seen, gets its CONN_CLOSE
  * first; the new one is announced with `role`). With `announce`, a found
  * connection is announced again (connect on a known UDP socket). */
-static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd,
-						   const struct sock_info *si, __u8 role, __u16 sys,
-						   int ret, bool announce)
+static __always_inline struct conn_state *conn_get_key(void *ctx, __u64 key, __u32 tgid, int fd,
+						       const struct sock_info *si, __u8 role,
+						       __u16 sys, int ret, bool announce)
 {
-	__u64 key = (__u64)tgid << 32 | (__u32)fd;
 	struct conn_state *c = bpf_map_lookup_elem(&conns, &key);
 	struct conn_state n = {};
 
@@ -320,9 +340,10 @@ static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd
 		return c;
 	}
 	if (c)
-		emit_close(ctx, tgid, fd, c);
+		emit_close(ctx, tgid, c->fd, c);
 	n.ino = si->ino;
 	n.sk = si->sk;
+	n.fd = fd;
 	n.l4 = si->l4;
 	n.family = si->family;
 	n.role = role;
@@ -332,6 +353,15 @@ static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd
 	}
 	emit_open(ctx, tgid, fd, &n, role, sys, ret);
 	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* The connection state for (tgid, fd): conn_get_key's connection of an fd. */
+static __always_inline struct conn_state *conn_get(void *ctx, __u32 tgid, int fd,
+						   const struct sock_info *si, __u8 role, __u16 sys,
+						   int ret, bool announce)
+{
+	return conn_get_key(ctx, (__u64)tgid << 32 | (__u32)fd, tgid, fd, si, role, sys, ret,
+			    announce);
 }
 
 static __always_inline void emit_conn_of(struct emit_conn *ec, const struct call_args *a,
@@ -346,6 +376,7 @@ static __always_inline void emit_conn_of(struct emit_conn *ec, const struct call
 }
 
 #include "reel_tls.bpf.h"
+#include "reel_uring.bpf.h"
 
 /* ------------------------------------------------------------------ */
 /* Data syscalls                                                       */
@@ -410,7 +441,15 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 			m.has_peer = 1;
 		break;
 	}
-	default: /* sendfile, splice */
+	case REEL_SYS_SENDFILE:
+		/* sendfile(out_fd, in_fd, loff_t *offset, count): the file it
+		 * read, for reelcap to read the same bytes (FILE_REF) */
+		m.flags = REEL_DATAF_LENGTH_ONLY;
+		if (!file_ref_get(bpf_get_current_task_btf(), a.buf, a.cnt, ret,
+				  (struct reel_file_ref *)s->data))
+			m.flags |= REEL_DATAF_FILE_REF;
+		break;
+	default: /* splice */
 		m.flags = REEL_DATAF_LENGTH_ONLY;
 		break;
 	}

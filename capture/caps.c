@@ -3,8 +3,13 @@
  * Dropping capabilities after setup, with raw syscalls (libcap is not a
  * dependency). Capabilities are per thread: call this before starting any
  * thread that should not keep them (the writer's compression thread).
+ * And the drain thread's priority (per thread too, inherited by threads it
+ * starts).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -29,4 +34,26 @@ int cap_restrict_caps(uint64_t keep)
 	if (syscall(SYS_capset, &h, d))
 		return -errno;
 	return 0;
+}
+
+int cap_set_nice(int nice)
+{
+	/* PRIO_PROCESS with 0: the calling thread on Linux */
+	return setpriority(PRIO_PROCESS, 0, nice) ? -errno : 0;
+}
+
+void cap_other_threads_nice(int nice)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t self = gettid();
+
+	while (d && (e = readdir(d))) {
+		pid_t tid = atoi(e->d_name);
+
+		if (tid > 0 && tid != self)
+			setpriority(PRIO_PROCESS, tid, nice);
+	}
+	if (d)
+		closedir(d);
 }

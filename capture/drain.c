@@ -22,6 +22,7 @@ struct cap_drain {
 	struct perf_buffer *pb;
 	volatile struct reel_ring_acct *acct;
 	int nacct;
+	struct cap_fill *fill; /* sendfile bodies (NULL: --no-file-fill) */
 	struct cap_out *out;
 	uint64_t count; /* stop after this many samples (0 = no limit) */
 	uint64_t samples;
@@ -112,6 +113,8 @@ static enum bpf_perf_event_ret on_record(void *ctx, int cpu, struct perf_event_h
 			c->dropped++;
 		if (d->hook)
 			d->hook(d->hook_ctx, s->data, size);
+		if (!err && d->fill)
+			cap_fill_sample(d->fill, d->out, s->cpu, s->time, s->data, size);
 	} else if (e->type == PERF_RECORD_LOST) {
 		const struct lost_rec *l = (const void *)e;
 		struct reel_lost rl;
@@ -158,10 +161,11 @@ struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out 
 	attr.use_clockid = 1;
 	attr.clockid = CLOCK_MONOTONIC;
 	attr.read_format = PERF_FORMAT_LOST;
-	/* wake at a quarter of the ring: a watermark at or above the ring
-	 * size never wakes the reader */
+	/* wake at an eighth of the ring (a watermark at or above the ring
+	 * size never wakes the reader): the drain starts well before the
+	 * overload control cuts calls at 3/4 (bpf/ABI.md "Overload") */
 	attr.watermark = 1;
-	attr.wakeup_watermark = ring / 4 ? ring / 4 : 1;
+	attr.wakeup_watermark = ring / 8 ? ring / 8 : 1;
 
 	LIBBPF_OPTS(perf_buffer_raw_opts, po, .cpu_cnt = n, .cpus = d->cpus, .map_keys = d->cpus);
 	d->pb = perf_buffer__new_raw(map_fd, ring_pages, &attr, on_record, d, &po);
@@ -193,6 +197,11 @@ void cap_drain_set_sample_hook(struct cap_drain *d, cap_drain_sample_fn fn, void
 void cap_drain_set_out(struct cap_drain *d, struct cap_out *out)
 {
 	d->out = out;
+}
+
+void cap_drain_set_fill(struct cap_drain *d, struct cap_fill *fill)
+{
+	d->fill = fill;
 }
 
 void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acct, int n)

@@ -56,10 +56,16 @@ static void usage(FILE *f)
 		"      --libssl PATH      also examine this TLS library or program at start (the\n"
 		"                         system's libssl/libgnutls, the processes in scope and\n"
 		"                         the programs they exec are examined anyway)\n"
+		"      --drain-nice N     nice value of the thread draining the rings (default "
+		"%d;\n"
+		"                         the compression thread keeps 0)\n"
+		"      --no-file-fill     leave sendfile bodies length-only (by default reelcap\n"
+		"                         reads them from the file sent, if it is unchanged)\n"
 		"  -q, --quiet            no informational messages\n"
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
-		"  -V, --version          version\n");
+		"  -V, --version          version\n",
+		CAP_DRAIN_NICE_DEF);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -136,7 +142,9 @@ enum {
 	OPT_PRINT,
 	OPT_NO_CODING,
 	OPT_NO_TLS,
+	OPT_NO_FILE_FILL,
 	OPT_LIBSSL,
+	OPT_DRAIN_NICE,
 };
 
 static const struct option long_opts[] = {
@@ -157,7 +165,9 @@ static const struct option long_opts[] = {
 	{"print", no_argument, NULL, OPT_PRINT},
 	{"no-coding", no_argument, NULL, OPT_NO_CODING},
 	{"no-tls", no_argument, NULL, OPT_NO_TLS},
+	{"no-file-fill", no_argument, NULL, OPT_NO_FILE_FILL},
 	{"libssl", required_argument, NULL, OPT_LIBSSL},
+	{"drain-nice", required_argument, NULL, OPT_DRAIN_NICE},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -188,6 +198,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 	int c;
 
 	o->snaplen = REEL_SNAPLEN_DEFAULT;
+	o->nice = CAP_DRAIN_NICE_DEF;
 	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
 	o->flush_ms = 1000;
 	o->argc = argc;
@@ -274,9 +285,21 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 		case OPT_NO_CODING:
 			o->no_coding = true;
 			break;
+		case OPT_NO_FILE_FILL:
+			o->no_file_fill = true;
+			break;
 		case OPT_NO_TLS:
 			o->no_tls = true;
 			break;
+		case OPT_DRAIN_NICE: {
+			char *end;
+			long l = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || l < -20 || l > 19)
+				return usage_error("--drain-nice: '%s' is not -20..19", optarg);
+			o->nice = l;
+			break;
+		}
 		case OPT_LIBSSL:
 			if (!*optarg)
 				return usage_error("--libssl: empty path");

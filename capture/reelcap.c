@@ -51,6 +51,7 @@ struct cap_run {
 	struct cap_drain *d;
 	struct cap_out *out;
 	struct cap_tls *tls;
+	struct cap_fill *fill;
 	uint32_t pids[CAP_MAX_PIDS];
 	int npids, out_fd, go_fd;
 	pid_t child;
@@ -129,6 +130,34 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 		(unsigned long long)(dropped > ws.dropped_records ? dropped : ws.dropped_records),
 		disk->files, disk->files == 1 ? "" : "s", b2, (unsigned long long)disk->bytes,
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
+}
+
+/* What sendfile sent, read back from the files: a line when there was any. */
+static void fill_line(const struct cap_fill *f)
+{
+	static const char *const why[REEL_FILL_MAX] = {
+		[REEL_FILL_CHANGED] = "changed",   [REEL_FILL_GONE] = "gone",
+		[REEL_FILL_DENIED] = "denied",	   [REEL_FILL_UNREACHABLE] = "unreachable",
+		[REEL_FILL_ERROR] = "read errors",
+	};
+	struct cap_fill_stats st;
+	char more[256] = "";
+
+	cap_fill_stats(f, &st);
+	if (!st.refs)
+		return;
+	for (int s = REEL_FILL_CHANGED; s < REEL_FILL_MAX; s++) {
+		size_t l = strlen(more);
+
+		if (st.holes[s])
+			snprintf(more + l, sizeof(more) - l, ", %llu bytes %s",
+				 (unsigned long long)st.hole_bytes[s], why[s]);
+	}
+	fprintf(stderr,
+		"reelcap: sendfile: %llu chunks named a file; %llu bytes read back from the files"
+		"%s%s%s\n",
+		(unsigned long long)st.refs, (unsigned long long)st.filled_bytes,
+		more[0] ? " (holes: " : "", more[0] ? more + 2 : "", more[0] ? ")" : "");
 }
 
 static void write_clock(struct cap_out *out)
@@ -260,9 +289,22 @@ static int setup_output(struct cap_run *r)
 	/* TLS discovery, on a thread that keeps the privileges it needs */
 	r->tls = cap_tls_start(r->skel, o, &r->ps, r->pids, r->npids, r->child);
 
-	/* Nothing below needs privileges except creating rotated files. */
+	/* Nothing below needs privileges except creating rotated files and
+	 * opening the files sendfile sent by handle (fill.c). */
 	if (o->file_size)
 		keep_caps |= 1ull << CAP_DAC_OVERRIDE;
+	if (!o->no_file_fill) {
+		r->fill = cap_fill_new();
+		if (!r->fill)
+			return -1;
+		keep_caps |= 1ull << CAP_DAC_READ_SEARCH;
+	}
+	/* the drain first (before the capabilities go): a busy host keeping it
+	 * off the CPU lets rings overflow; threads started below inherit it
+	 * and are set back after */
+	if (o->nice && cap_set_nice(o->nice) && !o->quiet)
+		fprintf(stderr, "reelcap: warning: cannot set the drain's nice value to %d: %s\n",
+			o->nice, strerror(errno));
 	err = cap_restrict_caps(keep_caps);
 	if (err && !o->quiet)
 		fprintf(stderr, "reelcap: warning: cannot drop capabilities: %s (%d)\n",
@@ -277,9 +319,12 @@ static int setup_output(struct cap_run *r)
 			unlink(o->out_path); /* empty: not a capture */
 		return -1;
 	}
+	if (o->nice < 0)
+		cap_other_threads_nice(0); /* the writer's compression thread */
 	cap_drain_set_out(r->d, r->out);
 	if (r->tls)
 		cap_drain_set_sample_hook(r->d, cap_tls_sample, r->tls);
+	cap_drain_set_fill(r->d, r->fill);
 
 	write_clock(r->out);
 	cap_procscan_write(&r->ps, o, r->npids ? r->pids : NULL, r->npids, r->out);
@@ -425,6 +470,8 @@ static int finish(struct cap_run *r)
 			"reelcap: kernel: %llu calls cut short by the overload control (%llu bytes "
 			"not captured, marked in the file)\n",
 			(unsigned long long)ks[7], (unsigned long long)ks[8]);
+	if (!o->quiet && r->fill)
+		fill_line(r->fill);
 	if (!o->quiet && (ks[5] || ks[6]))
 		fprintf(stderr,
 			"reelcap: kernel: %llu TLS calls on no socket we could name (not "
@@ -457,6 +504,7 @@ static void teardown(struct cap_run *r)
 	cap_drain_free(r->d);
 	reel_trace__destroy(r->skel);
 	cap_out_close(r->out, NULL, NULL);
+	cap_fill_free(r->fill);
 	cap_procscan_free(&r->ps);
 	if (r->out_fd >= 0) { /* setup failed before anything was written */
 		close(r->out_fd);

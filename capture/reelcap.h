@@ -23,6 +23,9 @@
 #define CAP_RING_TOTAL_DEF (64u << 20)
 #define CAP_RING_MIN_DEF   (1u << 20)
 #define CAP_RING_MAX_DEF   (8u << 20)
+/* The drain thread's nice value by default: on a busy host a drain kept off
+ * the CPU for tens of milliseconds lets small rings overflow. */
+#define CAP_DRAIN_NICE_DEF (-10)
 
 struct reel_trace; /* the BPF skeleton (reel_trace.skel.h) */
 
@@ -50,7 +53,9 @@ struct cap_opts {
 	bool verbose;
 	bool print;
 	bool no_tls;	    /* --no-tls: TLS objects found and reported, not hooked */
+	bool no_file_fill;  /* --no-file-fill: sendfile bodies stay length-only */
 	const char *libssl; /* --libssl PATH: also examine this object at start */
+	int nice;	    /* --drain-nice: the drain thread's nice value */
 	char **cmd;	    /* -- COMMAND [ARGS] (NULL if none) */
 	int argc;
 	char **argv;
@@ -135,6 +140,9 @@ struct reel_ring_acct;
 struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out *out,
 				uint64_t count);
 void cap_drain_set_out(struct cap_drain *d, struct cap_out *out);
+struct cap_fill;
+/* After each SAMPLE it appends, the drain hands it to `fill` (NULL: none). */
+void cap_drain_set_fill(struct cap_drain *d, struct cap_fill *fill);
 /* Where to publish the ring bytes consumed (bpf/reel_ring.h): acct[cpu] for
  * cpu < n, the programs' ring_acct array. */
 void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acct, int n);
@@ -163,6 +171,29 @@ int cap_drain_reconcile_lost(struct cap_drain *d);
 void cap_drain_totals(const struct cap_drain *d, uint64_t *samples, uint64_t *bytes, uint64_t *lost,
 		      uint64_t *dropped);
 void cap_drain_free(struct cap_drain *d);
+
+/* ------------------------------------------------------------------ */
+/* fill.c: sendfile bodies read from their files (FILL records)       */
+
+struct cap_fill_stats {
+	uint64_t refs;		 /* DATA chunks that named a file */
+	uint64_t filled_records; /* FILL records with bytes */
+	uint64_t filled_bytes;
+	uint64_t holes[REEL_FILL_MAX];	    /* FILL records without, by status */
+	uint64_t hole_bytes[REEL_FILL_MAX]; /* and their bytes */
+	uint64_t dropped;		    /* FILL records the writer refused */
+};
+
+/* NULL and errno on ENOMEM. Opens files by handle (open_by_handle_at):
+ * the capture keeps CAP_DAC_READ_SEARCH for it. */
+struct cap_fill *cap_fill_new(void);
+/* A SAMPLE the drain has just appended (raw event bytes): if it is a DATA
+ * chunk flagged FILE_REF, appends its FILL records (same cpu and ts) with
+ * the file's bytes, or one that says why they stay a hole. */
+void cap_fill_sample(struct cap_fill *f, struct cap_out *out, uint32_t cpu, uint64_t ts,
+		     const void *raw, uint32_t size);
+void cap_fill_stats(const struct cap_fill *f, struct cap_fill_stats *st);
+void cap_fill_free(struct cap_fill *f);
 
 /* ------------------------------------------------------------------ */
 /* procscan.c: the processes in scope at start                        */
@@ -255,5 +286,11 @@ void cap_tls_free(struct cap_tls *t);
 /* Keeps only the capabilities in `keep` (bit n = capability n) in the
  * effective, permitted and bounding sets of the calling thread. */
 int cap_restrict_caps(uint64_t keep);
+/* The calling thread's nice value (lowering it needs CAP_SYS_NICE: before
+ * cap_restrict_caps). 0 or -errno. */
+int cap_set_nice(int nice);
+/* Every other thread of the process to `nice` (raising is always allowed):
+ * the threads started after cap_set_nice, which inherited its value. */
+void cap_other_threads_nice(int nice);
 
 #endif /* REEL_REELCAP_H */

@@ -46,7 +46,13 @@ struct conn {
 	uint32_t last_tid;
 	uint64_t open_ts, last_ts;
 
-	struct reasm rs[2]; /* [REEL_DIR_EGRESS], [REEL_DIR_INGRESS] */
+	struct reasm rs[2];   /* [REEL_DIR_EGRESS], [REEL_DIR_INGRESS] */
+	uint16_t hole_why[2]; /* causes (1 << reasm_why) of holes not yet told in a txn */
+	/* a sendfile chunk (FILE_REF) waiting for its FILL records (fill.c) */
+	struct fill_hold {
+		bool on;
+		struct reasm_chunk ch; /* what no FILL record covered yet */
+	} fill[2];
 	uint64_t captured[2];
 	bool tls; /* the TLS plaintext stream of tls_parent's socket */
 	/* a ciphertext socket: its bytes began with a TLS handshake record;

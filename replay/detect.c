@@ -226,6 +226,10 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 
 	p->st.hole_bytes += len;
 	p->tot.holes++;
+	if ((unsigned)why < sizeof(p->tot.hole_bytes_by) / sizeof(p->tot.hole_bytes_by[0]))
+		p->tot.hole_bytes_by[why] += len;
+	/* (io_uring's length-only holes count as length-only in a txn) */
+	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING ? REASM_HOLE_LENONLY : why));
 	reel_sb_init(&sb, buf, sizeof(buf));
 	if (c->fl->note[dir]) {
 		reel_sb_puts(&sb, c->fl->note[dir]);
@@ -256,6 +260,21 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		break;
 	case REASM_HOLE_FAULT:
 		reel_sb_puts(&sb, "user memory could not be read");
+		break;
+	case REASM_HOLE_OVERLOAD:
+		reel_sb_puts(&sb,
+			     "left out by the capture's overload control: its ring was filling");
+		break;
+	case REASM_HOLE_FILE:
+		reel_sb_printf(&sb, "sent with sendfile; not read back from the file: %s",
+			       reel_fill_status_name(next ? (next->flags & REASM_F_FILL_MASK) >>
+								     REASM_F_FILL_SHIFT
+							  : 0));
+		break;
+	case REASM_HOLE_URING:
+		reel_sb_puts(&sb, "moved by io_uring outside the data syscalls: length only");
+		break;
+	case REASM_HOLE_MAX:
 		break;
 	case REASM_HOLE_CLOSE:
 		reel_sb_puts(&sb, "final position at close is past the last byte captured");

@@ -134,6 +134,16 @@ static int decode_sample(const struct reel_record *rec, struct reel_event *ev)
 			return bad(rec, "DATA stream position %" PRIu64 " + %u overflows",
 				   x->stream_pos, x->len);
 		}
+		if (x->flags & REEL_DATAF_FILE_REF) {
+			if (x->cap_len || h.size - need < sizeof(ev->data.file)) {
+				ev->kind = REEL_EVENT_NONE;
+				return bad(rec,
+					   "DATA flagged FILE_REF: cap_len %u, %zu bytes after the "
+					   "header",
+					   x->cap_len, (size_t)(h.size - need));
+			}
+			memcpy(&ev->data.file, d + need, sizeof(ev->data.file));
+		}
 		ev->data.payload = d + need;
 		break;
 	}
@@ -175,7 +185,8 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 		    x->hdr.size <= rec->len && x->cap_len <= x->hdr.size - sizeof(*x) &&
 		    x->cap_len <= x->len &&
 		    x->cap_len <= (x->hdr.abi_version == 1 ? REEL_CHUNK_MAX_V1 : REEL_CHUNK_MAX) &&
-		    x->dir <= REEL_DIR_INGRESS && x->stream_pos + x->len >= x->stream_pos) {
+		    x->dir <= REEL_DIR_INGRESS && x->stream_pos + x->len >= x->stream_pos &&
+		    !(x->flags & REEL_DATAF_FILE_REF)) {
 			ev->kind = REEL_EVENT_DATA;
 			ev->abi_version = x->hdr.abi_version;
 			ev->data.payload = (const uint8_t *)rec->data + sizeof(*x);
@@ -242,6 +253,21 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 		ev->tlsproc.fixed.comm[sizeof(ev->tlsproc.fixed.comm) - 1] = '\0';
 		ev->kind = REEL_EVENT_TLSPROC;
 		return 0;
+	case REEL_REC_FILL: {
+		struct reel_fill *f = &ev->fill.hdr;
+
+		if (rec->len < sizeof(*f))
+			return bad(rec, "FILL of %u bytes < %zu", rec->len, sizeof(*f));
+		memcpy(f, rec->data, sizeof(*f));
+		if (f->dir > REEL_DIR_INGRESS || f->stream_pos + f->len < f->stream_pos ||
+		    (f->status == REEL_FILL_OK && f->len > rec->len - sizeof(*f)))
+			return bad(rec, "FILL dir %u pos %" PRIu64 " len %u status %u in %u bytes",
+				   f->dir, f->stream_pos, f->len, f->status, rec->len);
+		ev->fill.data =
+			f->status == REEL_FILL_OK ? (const uint8_t *)rec->data + sizeof(*f) : NULL;
+		ev->kind = REEL_EVENT_FILL;
+		return 0;
+	}
 	default:
 		ev->kind = REEL_EVENT_UNKNOWN;
 		return 0;
@@ -257,8 +283,9 @@ const char *reel_event_kind_name(enum reel_event_kind k)
 		[REEL_EVENT_PROC_FORK] = "FORK",      [REEL_EVENT_LOST] = "LOST",
 		[REEL_EVENT_DROP] = "DROP",	      [REEL_EVENT_PROC] = "PROC",
 		[REEL_EVENT_CLOCK] = "CLOCK",	      [REEL_EVENT_STATS] = "STATS",
-		[REEL_EVENT_NOTE] = "NOTE",	      [REEL_EVENT_UNKNOWN] = "UNKNOWN",
-		[REEL_EVENT_TLSLIB] = "TLSLIB",	      [REEL_EVENT_TLSPROC] = "TLSPROC",
+		[REEL_EVENT_NOTE] = "NOTE",	      [REEL_EVENT_FILL] = "FILL",
+		[REEL_EVENT_UNKNOWN] = "UNKNOWN",     [REEL_EVENT_TLSLIB] = "TLSLIB",
+		[REEL_EVENT_TLSPROC] = "TLSPROC",
 	};
 
 	if ((unsigned)k < sizeof(names) / sizeof(names[0]) && names[k])
@@ -278,7 +305,7 @@ const char *reel_syscall_name(uint16_t sys)
 		[REEL_SYS_SPLICE] = "splice",	  [REEL_SYS_CLOSE] = "close",
 		[REEL_SYS_CONNECT] = "connect",	  [REEL_SYS_ACCEPT] = "accept",
 		[REEL_SYS_ACCEPT4] = "accept4",	  [REEL_SYS_SSL_WRITE] = "SSL_write",
-		[REEL_SYS_SSL_READ] = "SSL_read",
+		[REEL_SYS_SSL_READ] = "SSL_read", [REEL_SYS_IO_URING] = "io_uring",
 	};
 
 	if (sys < REEL_SYS_MAX && names[sys])
@@ -349,6 +376,20 @@ static const char *drop_reason(uint32_t r)
 	}
 }
 
+const char *reel_fill_status_name(uint8_t status)
+{
+	static const char *const names[REEL_FILL_MAX] = {
+		[REEL_FILL_OK] = "ok",
+		[REEL_FILL_CHANGED] = "file-changed",
+		[REEL_FILL_GONE] = "file-gone",
+		[REEL_FILL_DENIED] = "file-denied",
+		[REEL_FILL_UNREACHABLE] = "file-unreachable",
+		[REEL_FILL_ERROR] = "file-read-error",
+	};
+
+	return status < REEL_FILL_MAX && names[status] ? names[status] : "unknown";
+}
+
 static const struct {
 	uint32_t bit;
 	const char *name;
@@ -356,7 +397,8 @@ static const struct {
 	{REEL_DATAF_TRUNCATED, "trunc"},   {REEL_DATAF_LENGTH_ONLY, "length-only"},
 	{REEL_DATAF_TLS, "tls"},	   {REEL_DATAF_HAS_PEER, "peer"},
 	{REEL_DATAF_HAS_SEQ, "seq"},	   {REEL_DATAF_FAULT, "fault"},
-	{REEL_DATAF_OVERLOAD, "overload"},
+	{REEL_DATAF_OVERLOAD, "overload"}, {REEL_DATAF_FILE_REF, "file"},
+	{REEL_DATAF_URING, "uring"},
 };
 
 static void put_time(struct reel_sb *sb, uint64_t ts, uint64_t t0)
@@ -438,6 +480,9 @@ int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t prev
 				reel_sb_printf(&sb, " %s", data_flags[i].name);
 		if (d->flags & REEL_DATAF_HAS_PEER)
 			reel_sb_printf(&sb, " peer %s", reel_endpoint_str(&d->peer, a, sizeof(a)));
+		if (d->flags & REEL_DATAF_FILE_REF)
+			reel_sb_printf(&sb, " from file dev %" PRIu64 " ino %" PRIu64 " @%" PRIu64,
+				       ev->data.file.dev, ev->data.file.ino, ev->data.file.offset);
 		if (n) {
 			reel_sb_puts(&sb, " \"");
 			reel_sb_escape(&sb, ev->data.payload, n);
@@ -537,6 +582,17 @@ int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t prev
 		reel_sb_printf(
 			&sb, " %u rings: %" PRIu64 " samples %" PRIu64 " lost %" PRIu64 " dropped",
 			ev->stats.n, samples, lost, dropped);
+		break;
+	}
+	case REEL_EVENT_FILL: {
+		const struct reel_fill *f = &ev->fill.hdr;
+
+		reel_sb_printf(&sb, " %u fd %d ino %" PRIu64 " %s pos %" PRIu64 " len %u %s",
+			       f->tgid, f->fd, f->ino, f->dir == REEL_DIR_EGRESS ? "out" : "in",
+			       f->stream_pos, f->len, reel_fill_status_name(f->status));
+		if (f->err)
+			reel_sb_printf(&sb, " err %d", f->err);
+		reel_sb_printf(&sb, " file offset %" PRIu64, f->file_off);
 		break;
 	}
 	case REEL_EVENT_NOTE:
@@ -639,6 +695,19 @@ int reel_event_format_json(const struct reel_event *ev, bool with_payload, char 
 			reel_sb_printf(&sb, ",\"tcp_seq\":%u", d->tcp_seq);
 		if (d->flags & REEL_DATAF_HAS_PEER)
 			json_endpoint(&sb, "peer", &d->peer);
+		if (d->flags & REEL_DATAF_FILE_REF) {
+			const struct reel_file_ref *r = &ev->data.file;
+
+			reel_sb_printf(&sb,
+				       ",\"file\":{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64
+				       ",\"offset\":%" PRIu64 ",\"size\":%" PRIu64
+				       ",\"mtime_ns\":%" PRIu64 ",\"ctime_ns\":%" PRIu64
+				       ",\"generation\":%u,\"fd\":%d}",
+				       r->dev, r->ino, r->offset, r->size,
+				       (uint64_t)(r->mtime_sec * 1000000000ull + r->mtime_nsec),
+				       (uint64_t)(r->ctime_sec * 1000000000ull + r->ctime_nsec),
+				       r->generation, r->fd);
+		}
 		reel_sb_puts(&sb, ",\"flags\":[");
 		for (size_t i = 0, k = 0; i < sizeof(data_flags) / sizeof(data_flags[0]); i++)
 			if (d->flags & data_flags[i].bit)
@@ -743,6 +812,23 @@ int reel_event_format_json(const struct reel_event *ev, bool with_payload, char 
 	case REEL_EVENT_TLSPROC:
 		tls_json(&sb, ev);
 		break;
+	case REEL_EVENT_FILL: {
+		const struct reel_fill *f = &ev->fill.hdr;
+
+		reel_sb_printf(&sb,
+			       ",\"tgid\":%u,\"fd\":%d,\"ino\":%" PRIu64
+			       ",\"dir\":\"%s\",\"stream_pos\":%" PRIu64
+			       ",\"len\":%u,\"status\":\"%s\",\"err\":%d,\"file_offset\":%" PRIu64,
+			       f->tgid, f->fd, f->ino,
+			       f->dir == REEL_DIR_EGRESS ? "egress" : "ingress", f->stream_pos,
+			       f->len, reel_fill_status_name(f->status), f->err, f->file_off);
+		if (with_payload) {
+			reel_sb_puts(&sb, ",\"payload\":\"");
+			reel_sb_base64(&sb, ev->fill.data, ev->fill.data ? f->len : 0);
+			reel_sb_putc(&sb, '"');
+		}
+		break;
+	}
 	default:
 		break;
 	}

@@ -88,8 +88,10 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 		reel_conn_end(p, c->tls_sub, ts, end, NULL);
 	if (c->tls_parent)
 		c->tls_parent->tls_sub = NULL;
-	for (int d = 0; d < 2; d++)
+	for (int d = 0; d < 2; d++) {
+		reel_fill_release(c, d);
 		reel_reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &reel_rs_ops, c);
+	}
 	reel_mirror_unlink(c); /* a mirror takes its twin's protocol for its line */
 	if (c->parser) {
 		c->parser->close(c->pst, ts, &emit);

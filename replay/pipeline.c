@@ -113,6 +113,12 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 		.msg = d->msg,
 		.peer = d->peer,
 	};
+	/* a sendfile chunk waits for its FILL records (fill.c); any other
+	 * chunk first lets a waiting one go as it is */
+	if (c->fill[d->dir].on || (d->flags & REEL_DATAF_FILE_REF)) {
+		if (reel_fill_hold(c, d->dir, &ch))
+			return;
+	}
 	reel_reasm_push(&c->rs[d->dir], &p->lim, &ch, d->dir, &reel_rs_ops, c);
 }
 
@@ -189,6 +195,9 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		break;
 	case REEL_EVENT_CONN_CLOSE:
 		reel_on_conn_close(p, &ev);
+		break;
+	case REEL_EVENT_FILL:
+		reel_on_fill(p, &ev);
 		break;
 	case REEL_EVENT_PROC_EXEC:
 		reel_proc_set(p, ev.file_idx, ev.exec.hdr.tgid, ev.exec.comm, ev.exec.filename,

@@ -14,6 +14,7 @@
  *   synth.c      packet synthesis: one flow per socket, handshake, data, FIN
  *   mirror.c     both ends of one connection traced (tuple index, twins)
  *   hints.c      tshark decode-as hints
+ *   fill.c       sendfile chunks and the FILL records that carry their bytes
  */
 #ifndef REEL_PIPELINE_INTERNAL_H
 #define REEL_PIPELINE_INTERNAL_H
@@ -239,6 +240,18 @@ static inline bool conn_pass(const struct reel_pipeline *p, const struct conn *c
 		return false;
 	return conn_pass_static(p, c);
 }
+
+/* ------------------------------------------------------------------ */
+/* fill.c                                                              */
+
+/* A chunk arriving in direction dir of c: a sendfile chunk (FILE_REF) is
+ * held for its FILL records (true); any chunk first releases the one held
+ * before (what no FILL record covered goes to reassembly as it is). */
+bool reel_fill_hold(struct conn *c, int dir, const struct reasm_chunk *ch);
+/* Releases what is held in direction dir (the connection ends). */
+void reel_fill_release(struct conn *c, int dir);
+/* A FILL record: the next piece of its connection's held chunk. */
+void reel_on_fill(struct reel_pipeline *p, const struct reel_event *ev);
 
 /* ------------------------------------------------------------------ */
 /* lifecycle.c                                                         */

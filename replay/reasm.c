@@ -34,8 +34,14 @@ void reel_reasm_free(struct reasm *r)
 
 static enum reasm_why tail_why(uint32_t flags)
 {
+	if (flags & REASM_F_FILL_MASK)
+		return REASM_HOLE_FILE;
+	if (flags & REEL_DATAF_URING)
+		return REASM_HOLE_URING;
 	if (flags & REEL_DATAF_LENGTH_ONLY)
 		return REASM_HOLE_LENONLY;
+	if (flags & REEL_DATAF_OVERLOAD)
+		return REASM_HOLE_OVERLOAD;
 	if (flags & REEL_DATAF_FAULT)
 		return REASM_HOLE_FAULT;
 	return REASM_HOLE_TRUNC;
@@ -78,7 +84,7 @@ static inline void deliver(struct reasm *r, const struct reasm_chunk *c, int dir
 		ops->data(ctx, dir, c);
 	}
 	if (c->len > c->cap)
-		hole(r, dir, c->ts, c->pos + c->cap, c->len - c->cap, tail_why(c->flags), NULL, ops,
+		hole(r, dir, c->ts, c->pos + c->cap, c->len - c->cap, tail_why(c->flags), c, ops,
 		     ctx);
 	r->next = c->pos + c->len;
 	if (c->ts > r->last_ts)

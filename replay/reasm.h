@@ -17,12 +17,23 @@
 #include "reel_abi.h"
 
 enum reasm_why {
-	REASM_HOLE_GAP = 1, /* bytes between chunks never arrived (LOST/DROP) */
-	REASM_HOLE_TRUNC,   /* chunk captured only in part (snaplen) */
-	REASM_HOLE_LENONLY, /* sendfile/splice: length only */
-	REASM_HOLE_FAULT,   /* user memory could not be read */
-	REASM_HOLE_CLOSE,   /* final position at close past the last byte seen */
+	REASM_HOLE_GAP = 1,  /* bytes between chunks never arrived (LOST/DROP) */
+	REASM_HOLE_TRUNC,    /* chunk captured only in part (snaplen) */
+	REASM_HOLE_LENONLY,  /* sendfile/splice: length only */
+	REASM_HOLE_FAULT,    /* user memory could not be read */
+	REASM_HOLE_CLOSE,    /* final position at close past the last byte seen */
+	REASM_HOLE_OVERLOAD, /* left out by the capture's overload control (OVERLOAD) */
+	REASM_HOLE_FILE,     /* sendfile: the capture could not read the file back */
+	REASM_HOLE_URING,    /* moved outside the data syscalls (io_uring): length only */
+	REASM_HOLE_MAX,
 };
+
+/* Replay's own marks in reasm_chunk.flags, beside the kernel's REEL_DATAF_*:
+ * bytes read back from the file (FILL records), and why a FILL record left
+ * them a hole (enum reel_fill_status, in 4 bits). */
+#define REASM_F_FILLED	   0x80000000u
+#define REASM_F_FILL_SHIFT 24
+#define REASM_F_FILL_MASK  (0xfu << REASM_F_FILL_SHIFT)
 
 /* One chunk as reassembly sees it. */
 struct reasm_chunk {
@@ -38,7 +49,8 @@ struct reasm_chunk {
 
 struct reasm_ops {
 	void (*data)(void *ctx, int dir, const struct reasm_chunk *c);
-	/* `next` is the chunk after the hole (NULL at close/flush). */
+	/* `next` is the chunk after a gap (NULL at close/flush); for a chunk's
+	 * uncaptured tail (TRUNC, LENONLY, FAULT, OVERLOAD, FILE) that chunk. */
 	void (*hole)(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		     enum reasm_why why, const struct reasm_chunk *next);
 };

@@ -208,6 +208,34 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 		"captured payload %" PRIu64 " bytes; holes %" PRIu64 " (%" PRIu64
 		" bytes missing)\n",
 		t->payload_bytes, t->holes, t->hole_bytes);
+	if (t->hole_bytes) {
+		static const char *const cause[REASM_HOLE_MAX] = {
+			[REASM_HOLE_GAP] = "lost (LOST/DROP)",
+			[REASM_HOLE_OVERLOAD] = "cut by the overload control",
+			[REASM_HOLE_TRUNC] = "past the snaplen",
+			[REASM_HOLE_LENONLY] = "sendfile/splice length only",
+			[REASM_HOLE_FILE] = "sendfile, file not read back",
+			[REASM_HOLE_URING] = "io_uring length only",
+			[REASM_HOLE_FAULT] = "unreadable",
+			[REASM_HOLE_CLOSE] = "at close",
+		};
+		static const int order[] = {
+			REASM_HOLE_GAP,	 REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC, REASM_HOLE_LENONLY,
+			REASM_HOLE_FILE, REASM_HOLE_URING,    REASM_HOLE_FAULT, REASM_HOLE_CLOSE};
+		const char *sep = "missing bytes by cause: ";
+
+		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+			if (!t->hole_bytes_by[order[i]])
+				continue;
+			fprintf(f, "%s%s %" PRIu64, sep, cause[order[i]],
+				t->hole_bytes_by[order[i]]);
+			sep = ", ";
+		}
+		fputc('\n', f);
+	}
+	if (t->filled_bytes)
+		fprintf(f, "sendfile bytes read back from their files: %" PRIu64 "\n",
+			t->filled_bytes);
 	fprintf(f,
 		"LOST %" PRIu64 " samples (%" PRIu64 " records), DROP %" PRIu64
 		" records / %" PRIu64 " bytes (%" PRIu64 " records), damaged blocks %" PRIu64

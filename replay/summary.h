@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "l7.h"
+#include "reasm.h"
 
 struct reel_summary;
 
@@ -19,6 +20,10 @@ struct reel_summary_totals {
 	uint64_t records, events, bad_events, conns, txns, packets;
 	uint64_t mirror_conns; /* sockets that are the other traced end of a connection */
 	uint64_t payload_bytes, hole_bytes, holes;
+	/* hole bytes by cause (enum reasm_why; [0] unused), and sendfile bytes
+	 * the capture read back from their files (FILL records) */
+	uint64_t hole_bytes_by[12];
+	uint64_t filled_bytes;
 	uint64_t lost_samples, lost_records, dropped_records, dropped_bytes, drop_records;
 	uint64_t damaged_blocks, filtered, reorder_forced;
 	uint64_t first_real_ns, last_real_ns;

@@ -121,6 +121,27 @@ static void txn_json_core(struct reel_sb *sb, uint64_t serial, uint64_t real_ts,
 		}
 	}
 	reel_sb_putc(sb, ']');
+	if (t->flags >> REEL_TXNF_CAUSE_SHIFT) {
+		static const char *const cause[] = {
+			[REASM_HOLE_GAP] = "lost",
+			[REASM_HOLE_TRUNC] = "snaplen",
+			[REASM_HOLE_LENONLY] = "length_only",
+			[REASM_HOLE_FAULT] = "unreadable",
+			[REASM_HOLE_CLOSE] = "at_close",
+			[REASM_HOLE_OVERLOAD] = "overload",
+			[REASM_HOLE_FILE] = "file_not_read",
+		};
+
+		reel_sb_puts(sb, ",\"hole_causes\":[");
+		for (unsigned w = 1, k = 0; w < 8; w++) {
+			if (!((t->flags >> REEL_TXNF_CAUSE_SHIFT) & (1u << w)) || !cause[w])
+				continue;
+			reel_sb_puts(sb, k++ ? ",\"" : "\"");
+			reel_sb_puts(sb, cause[w]);
+			reel_sb_putc(sb, '"');
+		}
+		reel_sb_putc(sb, ']');
+	}
 	json_str(sb, "detail", t->detail);
 	if (tls)
 		reel_sb_puts(sb, ",\"tls\":true");
@@ -367,6 +388,24 @@ void reel_on_txn(void *ctx, const struct reel_txn *t)
 	struct reel_txn timed;
 	char ep[96];
 	struct reel_sb sb;
+	struct reel_txn tc;
+
+	/* a txn a hole touched says why the bytes are missing (hole_causes) */
+	if ((t->flags & (REEL_TXNF_HOLE_REQ | REEL_TXNF_HOLE_RESP)) &&
+	    (c->hole_why[0] | c->hole_why[1])) {
+		int req = l7dir(c, REEL_DIR_EGRESS) == REEL_L7_REQ ? REEL_DIR_EGRESS
+								   : REEL_DIR_INGRESS;
+		uint32_t why = 0;
+
+		if (t->flags & REEL_TXNF_HOLE_REQ)
+			why |= c->hole_why[req];
+		if (t->flags & REEL_TXNF_HOLE_RESP)
+			why |= c->hole_why[!req];
+		c->hole_why[0] = c->hole_why[1] = 0;
+		tc = *t;
+		tc.flags |= (why & 0xff) << REEL_TXNF_CAUSE_SHIFT;
+		t = &tc;
+	}
 
 	if (!ts) {
 		/* made of holes only: no byte gave it a time (0 would print as

@@ -7,6 +7,13 @@ endif()
 set(REEL_PEER_DIR ${CMAKE_CURRENT_SOURCE_DIR}/peer)
 add_executable(reel_peer ${REEL_PEER_DIR}/reel_peer.c)
 
+# the io_uring peer (issue 10): liburing from Debian (tools/deps.sh test)
+pkg_check_modules(LIBURING IMPORTED_TARGET liburing)
+if(LIBURING_FOUND)
+	add_executable(reel_uring_peer ${REEL_PEER_DIR}/reel_uring_peer.c)
+	target_link_libraries(reel_uring_peer PRIVATE PkgConfig::LIBURING)
+endif()
+
 add_executable(reel_check ${REEL_PEER_DIR}/reel_check.c)
 target_include_directories(reel_check PRIVATE ${PROJECT_SOURCE_DIR}/bpf)
 target_link_libraries(reel_check PRIVATE reelformat)
@@ -33,4 +40,50 @@ if(TARGET reelcap AND TARGET reelplay)
 		set_tests_properties(capture_whole PROPERTIES LABELS "capture;root;tshark"
 			TIMEOUT 900 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 	endif()
+endif()
+
+# sendfile bodies (issue 10): nginx with sendfile on, bodies read back from
+# the files (FILL records), a rewritten file a marked hole, --no-file-fill.
+if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_sendfile
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/sendfile_fill.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--reeltool $<TARGET_FILE:reeltool>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_sendfile)
+	set_tests_properties(capture_sendfile PROPERTIES LABELS "capture;root;tshark"
+		TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+endif()
+
+# io_uring (issue 10): reel_uring_peer's io_uring sends and receives are
+# sized holes at their stream positions, consistent with its syscalls.
+if(TARGET reelcap AND TARGET reel_uring_peer AND TARGET reeltool)
+	add_test(NAME capture_uring
+		COMMAND sh ${REEL_PEER_DIR}/uring_check.sh $<TARGET_FILE:reelcap>
+			$<TARGET_FILE:reel_uring_peer> $<TARGET_FILE:reel_check>
+			$<TARGET_FILE:reeltool> ${CMAKE_CURRENT_BINARY_DIR}/capture_uring)
+	set_tests_properties(capture_uring PROPERTIES LABELS "capture;root" TIMEOUT 120
+		RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+endif()
+
+# Overload (issue 10): a 64 KiB ring, a burst of 64 KiB requests and
+# responses both ends traced: every request and status line in the JSON,
+# overload cuts and losses counted apart and adding up to what is missing.
+if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_overload
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/overload.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--reeltool $<TARGET_FILE:reeltool>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_overload)
+	set_tests_properties(capture_overload PROPERTIES LABELS "capture;root" TIMEOUT 300
+		RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+endif()
+
+# tcp_seq of a read that also takes the peer's FIN (issue 10).
+if(TARGET reelcap AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_fin_seq
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/fin_seq.py
+			--reelcap $<TARGET_FILE:reelcap> --reeltool $<TARGET_FILE:reeltool>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_fin_seq)
+	set_tests_properties(capture_fin_seq PROPERTIES LABELS "capture;root" TIMEOUT 60
+		RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 endif()

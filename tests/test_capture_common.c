@@ -427,13 +427,19 @@ static void on_data(struct cit_conn *cs, int n, const struct reel_event *ev, uin
 	wflags = (want_length_only(c, dir) ? REEL_DATAF_LENGTH_ONLY : 0) |
 		 (want_l4(c) == REEL_L4_TCP ? REEL_DATAF_HAS_SEQ : 0) |
 		 (udp_unconnected(c) ? REEL_DATAF_HAS_PEER : 0);
+	/* sendfile names its source file (FILE_REF) when it is a regular one:
+	 * reel_peer's is a memfd */
+	if (want_syscall(c, dir) == REEL_SYS_SENDFILE)
+		wflags |= REEL_DATAF_FILE_REF;
 	if ((d->flags & ~(REEL_DATAF_TRUNCATED | REEL_DATAF_OVERLOAD)) != wflags)
 		DFAIL("flags 0x%x, want 0x%x (TRUNCATED and OVERLOAD aside)", d->flags, wflags);
 	if ((d->flags & REEL_DATAF_OVERLOAD) && (d->cap_len || !(d->flags & REEL_DATAF_TRUNCATED)))
 		DFAIL("OVERLOAD chunk with cap_len %u, flags 0x%x", d->cap_len, d->flags);
 	if (d->cap_len > d->len || d->cap_len > REEL_CHUNK_MAX || !d->len)
 		DFAIL("len %u cap_len %u", d->len, d->cap_len);
-	if (d->hdr.size != sizeof(struct reel_ev_data) + d->cap_len)
+	if (d->hdr.size !=
+	    sizeof(struct reel_ev_data) + d->cap_len +
+		    (d->flags & REEL_DATAF_FILE_REF ? sizeof(struct reel_file_ref) : 0))
 		DFAIL("hdr.size %u, cap_len %u", d->hdr.size, d->cap_len);
 	if (d->flags & REEL_DATAF_LENGTH_ONLY) {
 		res->length_only_events++;

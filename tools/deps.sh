@@ -12,7 +12,7 @@ build) ;;
 demo) want+=(curl python3 tshark) ;;
 test) want+=(curl python3 tshark nginx-light redis-server redis-tools postgresql dnsmasq
 	bind9-dnsutils openssl wrk tcpdump linux-perf valgrind nodejs libclang-rt-14-dev
-	iproute2 util-linux golang-go gnutls-bin android-libboringssl-dev libssl-dev) ;;
+	iproute2 util-linux liburing-dev golang-go gnutls-bin android-libboringssl-dev libssl-dev) ;;
 *) echo "usage: $0 [build|demo|test]" >&2; exit 2 ;;
 esac
 

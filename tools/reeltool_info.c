@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * reeltool info: what a .reel file holds. Header facts, time span, records
- * per type and per CPU, LOST and DROP totals, sizes, blocks, and whether the
- * file was closed cleanly. Reads every block (counts are exact, not taken
- * from the index).
+ * per type and per CPU, LOST and DROP totals, payload bytes captured and
+ * why others were not (snaplen, overload control, length-only sendfile,
+ * splice and io_uring, and of these what was read back from the files),
+ * sizes, blocks, and whether the file was closed cleanly. Reads every block
+ * (counts are exact, not taken from the index).
  */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reeltool.h"
+#include "reel_event.h"
 
 static const char info_usage[] =
 	"usage: reeltool info [--json] FILE...\n"
@@ -47,6 +50,9 @@ struct info_acc {
 	uint64_t dropped_records, dropped_bytes;
 	uint64_t reason_records[NREASONS], reason_bytes[NREASONS], reason_n[NREASONS];
 	uint64_t bad_payloads; /* LOST/DROP records too short to read */
+	/* DATA chunks: bytes moved, captured, and not captured by cause */
+	uint64_t moved, captured, snap_cut, overload_cut, length_only, fault;
+	uint64_t filled, fill_holes; /* FILL records: bytes read back, or left holes */
 	bool have_ts;
 	uint64_t ts_min, ts_max;
 	uint64_t damaged;     /* read errors */
@@ -94,9 +100,42 @@ static int count_cpu(struct info_acc *a, uint32_t cpu)
 	return 0;
 }
 
+/* What the DATA chunks moved and captured; bytes lost with whole samples
+ * (LOST, DROP) are gaps in stream positions, which reelplay --summary counts. */
+static void account_payload(struct info_acc *a, const struct reel_record *rec)
+{
+	struct reel_event ev;
+	const struct reel_ev_data *d = &ev.data.hdr;
+	uint32_t cut;
+
+	if (reel_event_decode(rec, &ev))
+		return;
+	if (ev.kind == REEL_EVENT_FILL) {
+		if (ev.fill.hdr.status == REEL_FILL_OK)
+			a->filled += ev.fill.hdr.len;
+		else
+			a->fill_holes += ev.fill.hdr.len;
+		return;
+	}
+	if (ev.kind != REEL_EVENT_DATA)
+		return;
+	cut = d->len - d->cap_len;
+	a->moved += d->len;
+	a->captured += d->cap_len;
+	if (d->flags & REEL_DATAF_LENGTH_ONLY)
+		a->length_only += cut;
+	else if (d->flags & REEL_DATAF_OVERLOAD)
+		a->overload_cut += cut;
+	else if (d->flags & REEL_DATAF_FAULT)
+		a->fault += cut;
+	else
+		a->snap_cut += cut;
+}
+
 static int account(struct info_acc *a, const struct reel_record *rec)
 {
 	a->records++;
+	/* a type this build has no name for counts as unknown */
 	a->by_type[reel_rec_type_name(rec->type) ? rec->type : 0]++;
 	if (!a->have_ts || rec->ts_ns < a->ts_min)
 		a->ts_min = rec->ts_ns;
@@ -115,6 +154,8 @@ static int account(struct info_acc *a, const struct reel_record *rec)
 			memcpy(&l, rec->data, sizeof(l));
 			a->lost_samples += l.lost;
 		}
+	} else if (rec->type == REEL_REC_SAMPLE || rec->type == REEL_REC_FILL) {
+		account_payload(a, rec);
 	} else if (rec->type == REEL_REC_DROP) {
 		struct reel_drop d;
 		uint32_t r;
@@ -232,6 +273,16 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 		       (unsigned long long)a->reason_records[i],
 		       (unsigned long long)a->reason_bytes[i]);
 	}
+	printf("payload:         %llu bytes moved, %llu captured\n", (unsigned long long)a->moved,
+	       (unsigned long long)a->captured);
+	printf("  %-14s %llu bytes\n", "past snaplen", (unsigned long long)a->snap_cut);
+	printf("  %-14s %llu bytes\n", "overload cut", (unsigned long long)a->overload_cut);
+	printf("  %-14s %llu bytes (sendfile, splice, io_uring), %llu read back from files, "
+	       "%llu not\n",
+	       "length only", (unsigned long long)a->length_only, (unsigned long long)a->filled,
+	       (unsigned long long)a->fill_holes);
+	if (a->fault)
+		printf("  %-14s %llu bytes\n", "unreadable", (unsigned long long)a->fault);
 	if (a->bad_payloads)
 		printf("short LOST/DROP: %llu records too short to read\n",
 		       (unsigned long long)a->bad_payloads);
@@ -327,6 +378,14 @@ static void print_json(const char *path, const struct reel_header *h, const stru
 		       (unsigned long long)a->reason_bytes[i]);
 	}
 	printf("},");
+	json_u64("payload_moved_bytes", a->moved, true);
+	json_u64("payload_captured_bytes", a->captured, true);
+	json_u64("snaplen_cut_bytes", a->snap_cut, true);
+	json_u64("overload_cut_bytes", a->overload_cut, true);
+	json_u64("length_only_bytes", a->length_only, true);
+	json_u64("file_filled_bytes", a->filled, true);
+	json_u64("file_fill_hole_bytes", a->fill_holes, true);
+	json_u64("unreadable_bytes", a->fault, true);
 	json_u64("short_payloads", a->bad_payloads, true);
 	tool_tls_print_json(a->tls);
 	json_u64("blocks", st->blocks_ok, true);

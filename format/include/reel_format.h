@@ -82,7 +82,10 @@ enum reel_rec_type {
 	REEL_REC_CLOCK = 5,  /* struct reel_clock */
 	REEL_REC_STATS = 6,  /* array of struct reel_cpu_stats */
 	REEL_REC_NOTE = 7,   /* UTF-8 text, not NUL-terminated */
-	/* 8..13: reserved for types being added */
+	/* 8, 9: reserved (issue 15) */
+	/* bytes of a length-only chunk read from its file: struct reel_fill */
+	REEL_REC_FILL = 10,
+	/* 11..13: reserved for types being added */
 	/* a TLS library or runtime found: struct reel_tlslib + strings */
 	REEL_REC_TLSLIB = 14,
 	/* the TLS objects of one process: struct reel_tlsproc + refs */
@@ -228,6 +231,42 @@ struct reel_cpu_stats {
 	uint64_t sample_bytes; /* their payload bytes */
 	uint64_t lost;	       /* samples the kernel reported lost on this ring */
 	uint64_t dropped;      /* records user space dropped for this ring */
+};
+
+/*
+ * FILL payload (format 2.0, capture of event ABI 2): bytes a length-only
+ * DATA chunk stands for (sendfile, flagged FILE_REF in bpf/ABI.md), read by
+ * the capture from the file the kernel named. Written right after that
+ * chunk's SAMPLE, with its cpu and time; one chunk may have several, for
+ * consecutive ranges. A status other than OK says why these bytes stay a
+ * hole (no data follows then). Connection and direction as in the chunk.
+ */
+struct reel_fill {
+	uint32_t tgid; /* the connection (the chunk's reel_conn_id) */
+	int32_t fd;
+	uint64_t ino;
+	uint64_t stream_pos; /* stream position of the first byte this record covers */
+	uint64_t ev_ts;	     /* the chunk's event time (its header's ts_ns) */
+	uint64_t file_off;   /* file offset of that byte */
+	uint32_t len;	     /* stream bytes covered; the data bytes that follow if OK */
+	uint8_t dir;	     /* reel_dir of the chunk */
+	uint8_t status;	     /* enum reel_fill_status */
+	uint16_t reserved;
+	int32_t err; /* REEL_FILL_ERROR (and the others, when known): negative errno */
+	uint32_t reserved2;
+	/* uint8_t data[len] when status is REEL_FILL_OK */
+};
+
+enum reel_fill_status {
+	REEL_FILL_OK = 1,	   /* the file's bytes follow */
+	REEL_FILL_CHANGED = 2,	   /* size or times differ from the send's: rewritten since */
+	REEL_FILL_GONE = 3,	   /* the file is gone (deleted, or replaced by another inode) */
+	REEL_FILL_DENIED = 4,	   /* opening it was refused */
+	REEL_FILL_UNREACHABLE = 5, /* the capture could not name it: no mount of its device,
+				    * a file system whose handles it cannot build, the
+				    * sender's fd closed or not its to open */
+	REEL_FILL_ERROR = 6,	   /* opening or reading failed otherwise (err) */
+	REEL_FILL_MAX,
 };
 
 /* A record as the reader hands it out. `data` points into the reader's

@@ -38,6 +38,7 @@ enum reel_event_kind {
 	REEL_EVENT_NOTE,
 	REEL_EVENT_TLSLIB,  /* reelcap's TLS report: a TLS library found */
 	REEL_EVENT_TLSPROC, /* reelcap's TLS report: the TLS libraries of a process */
+	REEL_EVENT_FILL,    /* sendfile bytes read back from their file (FILL record) */
 	REEL_EVENT_UNKNOWN, /* unknown record type or unknown sample kind: skipped */
 };
 
@@ -56,6 +57,9 @@ struct reel_event {
 		struct {
 			struct reel_ev_data hdr; /* copied, host order */
 			const uint8_t *payload;	 /* hdr.cap_len bytes */
+			/* valid when hdr.flags has REEL_DATAF_FILE_REF (then
+			 * cap_len is 0: the reference follows the header) */
+			struct reel_file_ref file;
 		} data;
 		struct reel_ev_conn_open conn_open;
 		struct reel_ev_conn_close conn_close;
@@ -86,6 +90,10 @@ struct reel_event {
 			const void *refs; /* fixed.nrefs struct reel_tlsref: memcpy each */
 			const char *exe;  /* not NUL-terminated: fixed.exe_len */
 		} tlsproc;
+		struct {
+			struct reel_fill hdr; /* copied */
+			const uint8_t *data;  /* hdr.len bytes when status is REEL_FILL_OK */
+		} fill;
 	};
 };
 
@@ -104,6 +112,7 @@ const char *reel_event_errmsg(void);
 
 const char *reel_event_kind_name(enum reel_event_kind k); /* "DATA", "CONN_OPEN", ... */
 const char *reel_syscall_name(uint16_t sys);		  /* "write", "recvmsg", ... */
+const char *reel_fill_status_name(uint8_t status);	  /* "ok", "file-changed", ... */
 
 /* Formats endpoint as "127.0.0.1:8080" / "[::1]:443" / "unix"; returns buf. */
 char *reel_endpoint_str(const struct reel_endpoint *ep, char *buf, size_t cap);

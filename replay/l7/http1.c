@@ -55,6 +55,7 @@ struct h1_dir {
 	bool prev_nl;	    /* RESYNC: the byte before the buffer was a line end */
 	size_t scanned;	    /* header-end search hint over the buffered bytes */
 	uint32_t hole_flag; /* REEL_TXNF_HOLE_REQ or _RESP */
+	bool after_hole;    /* RESP: a hole since the last response head */
 };
 
 struct h1_conn {
@@ -404,6 +405,44 @@ static struct h1_entry *resp_target(struct h1_conn *c, uint64_t *seq)
 		}
 	}
 	return NULL;
+}
+
+/* The request a response starting at `ts` answers. Never one sent after the
+ * response began (a request whose own response was lost comes later). In
+ * order, the oldest still waiting; but after a hole in the responses, which
+ * may have swallowed any number of them, the newest sent before it: an
+ * HTTP/1 client sends its next request once it has the last response (what
+ * a pipelining client does differently cannot be told apart), and the older
+ * ones waiting lost their responses in the hole. NULL: an orphan. */
+static struct h1_entry *resp_match(struct h1_conn *c, uint64_t *seq, uint64_t ts, bool after_hole)
+{
+	struct h1_entry *best = NULL;
+	uint64_t bs = 0;
+
+	for (uint64_t s = c->head; s < c->tail; s++) {
+		struct h1_entry *e = entry(c, s);
+
+		if (e->resp_done)
+			continue;
+		if (ts && e->t.req_ts > ts)
+			break;
+		best = e;
+		bs = s;
+		if (!after_hole)
+			break;
+	}
+	if (!best)
+		return NULL;
+	for (uint64_t s = c->head; s < bs; s++) {
+		struct h1_entry *e = entry(c, s);
+
+		if (!e->resp_done) {
+			e->t.flags |= REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP;
+			e->resp_done = true;
+		}
+	}
+	*seq = bs;
+	return best;
 }
 
 static struct h1_entry *cur_resp(struct h1_conn *c)
@@ -829,7 +868,8 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	(void)p;
 	if (!d->in_msg) {
 		/* First header block of this response (1xx come before the final one). */
-		e = resp_target(c, &seq);
+		e = resp_match(c, &seq, reel_l7_stream_ts(&d->side.s, pos), d->after_hole);
+		d->after_hole = false;
 		if (e) {
 			c->resp_seq = seq;
 			c->resp_orphan = false;
@@ -1215,6 +1255,7 @@ static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 	}
 	to_resync(d);
 	d->prev_nl = true; /* chunks often start at message boundaries */
+	d->after_hole = true;
 	reel_l7_stream_hole(&d->side.s, ts, pos, len);
 }
 

@@ -44,6 +44,9 @@ enum reel_l7_dir {
 #define REEL_TXNF_ERROR	    0x10 /* protocol-level error (HTTP >= 500 not included: see status) */
 #define REEL_TXNF_GRPC	    0x20
 #define REEL_TXNF_PARTIAL   0x40 /* message cut by end of capture */
+/* Bits 24..31 are the pipeline's, never a parser's: the causes (1 << enum
+ * reasm_why, shifted) of the holes that touched the transaction. */
+#define REEL_TXNF_CAUSE_SHIFT 24
 
 /*
  * One request/response exchange (or a one-way message). Strings are

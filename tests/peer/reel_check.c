@@ -187,7 +187,9 @@ static void on_data(const uint8_t *p, uint32_t len)
 	if (!c)
 		return;
 	if (ev.cap_len > ev.len || ev.cap_len > REEL_CHUNK_MAX || sizeof(ev) + ev.cap_len > len ||
-	    ev.hdr.size != sizeof(ev) + ev.cap_len)
+	    ev.hdr.size !=
+		    sizeof(ev) + ev.cap_len +
+			    (ev.flags & REEL_DATAF_FILE_REF ? sizeof(struct reel_file_ref) : 0))
 		return (void)errorf(c, "DATA lengths: len %u cap %u sample %u hdr.size %u", ev.len,
 				    ev.cap_len, len, ev.hdr.size);
 	if (ev.l4 != expect_l4(c))
