@@ -449,6 +449,43 @@ static void tls_text(struct reel_sb *sb, const struct reel_event *ev)
 	}
 }
 
+static void text_data(struct reel_sb *sb, const struct reel_event *ev, size_t preview)
+{
+	const struct reel_ev_data *d = &ev->data.hdr;
+	size_t n = !ev->data.payload ? 0 : d->cap_len < preview ? d->cap_len : preview;
+	char a[64];
+
+	put_conn(sb, &d->hdr, &d->conn);
+	reel_sb_printf(sb, " %s %s %s pos %" PRIu64 " len %u", l4_name(d->l4),
+		       reel_syscall_name(d->syscall), d->dir == REEL_DIR_EGRESS ? "out" : "in",
+		       d->stream_pos, d->len);
+	if (d->cap_len != d->len)
+		reel_sb_printf(sb, " cap %u", d->cap_len);
+	for (size_t i = 0; i < sizeof(data_flags) / sizeof(data_flags[0]); i++)
+		if (d->flags & data_flags[i].bit & ~(REEL_DATAF_HAS_SEQ | REEL_DATAF_HAS_PEER))
+			reel_sb_printf(sb, " %s", data_flags[i].name);
+	if (d->flags & REEL_DATAF_HAS_PEER)
+		reel_sb_printf(sb, " peer %s", reel_endpoint_str(&d->peer, a, sizeof(a)));
+	if (d->flags & REEL_DATAF_FILE_REF)
+		reel_sb_printf(sb, " from file dev %" PRIu64 " ino %" PRIu64 " @%" PRIu64,
+			       ev->data.file.dev, ev->data.file.ino, ev->data.file.offset);
+	if (n) {
+		reel_sb_puts(sb, " \"");
+		reel_sb_escape(sb, ev->data.payload, n);
+		reel_sb_puts(sb, n < d->cap_len ? "\"..." : "\"");
+	}
+}
+
+static void text_fill(struct reel_sb *sb, const struct reel_fill *f)
+{
+	reel_sb_printf(sb, " %u fd %d ino %" PRIu64 " %s pos %" PRIu64 " len %u %s", f->tgid, f->fd,
+		       f->ino, f->dir == REEL_DIR_EGRESS ? "out" : "in", f->stream_pos, f->len,
+		       reel_fill_status_name(f->status));
+	if (f->err)
+		reel_sb_printf(sb, " err %d", f->err);
+	reel_sb_printf(sb, " file offset %" PRIu64, f->file_off);
+}
+
 int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t preview, char *buf,
 			   size_t cap)
 {
@@ -464,32 +501,9 @@ int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t prev
 	reel_sb_printf(&sb, " %-10s", reel_event_kind_name(ev->kind));
 
 	switch (ev->kind) {
-	case REEL_EVENT_DATA: {
-		const struct reel_ev_data *d = &ev->data.hdr;
-		size_t n = !ev->data.payload ? 0 : d->cap_len < preview ? d->cap_len : preview;
-
-		put_conn(&sb, &d->hdr, &d->conn);
-		reel_sb_printf(&sb, " %s %s %s pos %" PRIu64 " len %u", l4_name(d->l4),
-			       reel_syscall_name(d->syscall),
-			       d->dir == REEL_DIR_EGRESS ? "out" : "in", d->stream_pos, d->len);
-		if (d->cap_len != d->len)
-			reel_sb_printf(&sb, " cap %u", d->cap_len);
-		for (size_t i = 0; i < sizeof(data_flags) / sizeof(data_flags[0]); i++)
-			if (d->flags & data_flags[i].bit &
-			    ~(REEL_DATAF_HAS_SEQ | REEL_DATAF_HAS_PEER))
-				reel_sb_printf(&sb, " %s", data_flags[i].name);
-		if (d->flags & REEL_DATAF_HAS_PEER)
-			reel_sb_printf(&sb, " peer %s", reel_endpoint_str(&d->peer, a, sizeof(a)));
-		if (d->flags & REEL_DATAF_FILE_REF)
-			reel_sb_printf(&sb, " from file dev %" PRIu64 " ino %" PRIu64 " @%" PRIu64,
-				       ev->data.file.dev, ev->data.file.ino, ev->data.file.offset);
-		if (n) {
-			reel_sb_puts(&sb, " \"");
-			reel_sb_escape(&sb, ev->data.payload, n);
-			reel_sb_puts(&sb, n < d->cap_len ? "\"..." : "\"");
-		}
+	case REEL_EVENT_DATA:
+		text_data(&sb, ev, preview);
 		break;
-	}
 	case REEL_EVENT_CONN_OPEN: {
 		const struct reel_ev_conn_open *o = &ev->conn_open;
 
@@ -584,17 +598,9 @@ int reel_event_format_text(const struct reel_event *ev, uint64_t t0, size_t prev
 			ev->stats.n, samples, lost, dropped);
 		break;
 	}
-	case REEL_EVENT_FILL: {
-		const struct reel_fill *f = &ev->fill.hdr;
-
-		reel_sb_printf(&sb, " %u fd %d ino %" PRIu64 " %s pos %" PRIu64 " len %u %s",
-			       f->tgid, f->fd, f->ino, f->dir == REEL_DIR_EGRESS ? "out" : "in",
-			       f->stream_pos, f->len, reel_fill_status_name(f->status));
-		if (f->err)
-			reel_sb_printf(&sb, " err %d", f->err);
-		reel_sb_printf(&sb, " file offset %" PRIu64, f->file_off);
+	case REEL_EVENT_FILL:
+		text_fill(&sb, &ev->fill.hdr);
 		break;
-	}
 	case REEL_EVENT_NOTE:
 		reel_sb_puts(&sb, " \"");
 		reel_sb_escape(&sb, (const uint8_t *)ev->note.text,
@@ -666,6 +672,45 @@ static void tls_json(struct reel_sb *sb, const struct reel_event *ev)
 	}
 }
 
+static void json_data(struct reel_sb *sb, const struct reel_event *ev, bool with_payload)
+{
+	const struct reel_ev_data *d = &ev->data.hdr;
+
+	json_conn(sb, &d->hdr, &d->conn);
+	reel_sb_printf(sb,
+		       ",\"l4\":\"%s\",\"syscall\":\"%s\",\"dir\":\"%s\",\"stream_pos\":%" PRIu64
+		       ",\"len\":%u,\"cap_len\":%u,\"call_len\":%u,\"chunk\":%u,\"msg\":%u",
+		       l4_name(d->l4), reel_syscall_name(d->syscall),
+		       d->dir == REEL_DIR_EGRESS ? "egress" : "ingress", d->stream_pos, d->len,
+		       d->cap_len, d->call_len, d->chunk, d->msg);
+	if (d->flags & REEL_DATAF_HAS_SEQ)
+		reel_sb_printf(sb, ",\"tcp_seq\":%u", d->tcp_seq);
+	if (d->flags & REEL_DATAF_HAS_PEER)
+		json_endpoint(sb, "peer", &d->peer);
+	if (d->flags & REEL_DATAF_FILE_REF) {
+		const struct reel_file_ref *r = &ev->data.file;
+
+		reel_sb_printf(sb,
+			       ",\"file\":{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64
+			       ",\"offset\":%" PRIu64 ",\"size\":%" PRIu64 ",\"mtime_ns\":%" PRIu64
+			       ",\"ctime_ns\":%" PRIu64 ",\"generation\":%u,\"fd\":%d}",
+			       r->dev, r->ino, r->offset, r->size,
+			       (uint64_t)(r->mtime_sec * 1000000000ull + r->mtime_nsec),
+			       (uint64_t)(r->ctime_sec * 1000000000ull + r->ctime_nsec),
+			       r->generation, r->fd);
+	}
+	reel_sb_puts(sb, ",\"flags\":[");
+	for (size_t i = 0, k = 0; i < sizeof(data_flags) / sizeof(data_flags[0]); i++)
+		if (d->flags & data_flags[i].bit)
+			reel_sb_printf(sb, "%s\"%s\"", k++ ? "," : "", data_flags[i].name);
+	reel_sb_putc(sb, ']');
+	if (with_payload) {
+		reel_sb_puts(sb, ",\"payload\":\"");
+		reel_sb_base64(sb, ev->data.payload, ev->data.payload ? d->cap_len : 0);
+		reel_sb_putc(sb, '"');
+	}
+}
+
 int reel_event_format_json(const struct reel_event *ev, bool with_payload, char *buf, size_t cap)
 {
 	struct reel_sb sb;
@@ -680,46 +725,9 @@ int reel_event_format_json(const struct reel_event *ev, bool with_payload, char 
 		reel_sb_printf(&sb, ",\"abi\":%u", ev->abi_version);
 
 	switch (ev->kind) {
-	case REEL_EVENT_DATA: {
-		const struct reel_ev_data *d = &ev->data.hdr;
-
-		json_conn(&sb, &d->hdr, &d->conn);
-		reel_sb_printf(
-			&sb,
-			",\"l4\":\"%s\",\"syscall\":\"%s\",\"dir\":\"%s\",\"stream_pos\":%" PRIu64
-			",\"len\":%u,\"cap_len\":%u,\"call_len\":%u,\"chunk\":%u,\"msg\":%u",
-			l4_name(d->l4), reel_syscall_name(d->syscall),
-			d->dir == REEL_DIR_EGRESS ? "egress" : "ingress", d->stream_pos, d->len,
-			d->cap_len, d->call_len, d->chunk, d->msg);
-		if (d->flags & REEL_DATAF_HAS_SEQ)
-			reel_sb_printf(&sb, ",\"tcp_seq\":%u", d->tcp_seq);
-		if (d->flags & REEL_DATAF_HAS_PEER)
-			json_endpoint(&sb, "peer", &d->peer);
-		if (d->flags & REEL_DATAF_FILE_REF) {
-			const struct reel_file_ref *r = &ev->data.file;
-
-			reel_sb_printf(&sb,
-				       ",\"file\":{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64
-				       ",\"offset\":%" PRIu64 ",\"size\":%" PRIu64
-				       ",\"mtime_ns\":%" PRIu64 ",\"ctime_ns\":%" PRIu64
-				       ",\"generation\":%u,\"fd\":%d}",
-				       r->dev, r->ino, r->offset, r->size,
-				       (uint64_t)(r->mtime_sec * 1000000000ull + r->mtime_nsec),
-				       (uint64_t)(r->ctime_sec * 1000000000ull + r->ctime_nsec),
-				       r->generation, r->fd);
-		}
-		reel_sb_puts(&sb, ",\"flags\":[");
-		for (size_t i = 0, k = 0; i < sizeof(data_flags) / sizeof(data_flags[0]); i++)
-			if (d->flags & data_flags[i].bit)
-				reel_sb_printf(&sb, "%s\"%s\"", k++ ? "," : "", data_flags[i].name);
-		reel_sb_putc(&sb, ']');
-		if (with_payload) {
-			reel_sb_puts(&sb, ",\"payload\":\"");
-			reel_sb_base64(&sb, ev->data.payload, ev->data.payload ? d->cap_len : 0);
-			reel_sb_putc(&sb, '"');
-		}
+	case REEL_EVENT_DATA:
+		json_data(&sb, ev, with_payload);
 		break;
-	}
 	case REEL_EVENT_CONN_OPEN: {
 		const struct reel_ev_conn_open *o = &ev->conn_open;
 
