@@ -266,6 +266,50 @@ static void test_hole_resync_next(void **state)
 	assert_string_equal(out.t[2].detail, "SELECT 3");
 }
 
+static void test_hole_swallows_replies(void **state)
+{
+	/* One hole holds the second and third replies whole (LOST records
+	 * while the client went on): their queries lost their replies, the
+	 * reply after the hole answers the fourth, sent before it began. */
+	static struct buf r;
+	struct collect out;
+	size_t a;
+
+	(void)state;
+	r.n = 0;
+	select_resp(&r);
+	a = r.n;
+	{
+		const struct op ops[] = {
+			REQ("Q\0\0\0\x0eSELECT 1;\0"),
+			RESPB(r.b, a),
+			REQ("Q\0\0\0\x0eSELECT 2;\0"),
+			REQ("Q\0\0\0\x0eSELECT 3;\0"),
+			REQ("Q\0\0\0\x0eSELECT 4;\0"),
+			HOLE(REEL_L7_RESP, 2 * a),
+			RESPB(r.b, a),
+			REQ("Q\0\0\0\x0eSELECT 5;\0"),
+			RESPB(r.b, a),
+		};
+
+		run_ops(pg(), ops, NOPS(ops), false, &out);
+	}
+	assert_int_equal(out.n, 5);
+	assert_string_equal(out.t[0].target, "SELECT 1;");
+	assert_int_equal(out.t[0].flags, 0);
+	assert_string_equal(out.t[1].target, "SELECT 2;");
+	assert_int_equal(out.t[1].flags, REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP);
+	assert_string_equal(out.t[2].target, "SELECT 3;");
+	assert_int_equal(out.t[2].flags, REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP);
+	assert_string_equal(out.t[3].target, "SELECT 4;");
+	assert_int_equal(out.t[3].flags, 0);
+	assert_string_equal(out.t[3].detail, "SELECT 3");
+	assert_int_equal(out.t[3].resp_stream_pos, 3 * a);
+	assert_string_equal(out.t[4].target, "SELECT 5;");
+	assert_int_equal(out.t[4].flags, 0);
+	assert_int_equal(out.t[4].resp_stream_pos, 4 * a);
+}
+
 static void test_flush_before_sync(void **state)
 {
 	/* Parse + Describe + Flush: replies come before the Sync is sent. */
@@ -345,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_ssl_and_cancel),
 		cmocka_unit_test(test_holes),
 		cmocka_unit_test(test_hole_resync_next),
+		cmocka_unit_test(test_hole_swallows_replies),
 		cmocka_unit_test(test_flush_before_sync),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),

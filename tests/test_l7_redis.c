@@ -146,6 +146,40 @@ static void test_holes(void **state)
 	assert_int_equal(out.t[3].flags, REEL_TXNF_NO_RESP);
 }
 
+static void test_hole_swallows_replies(void **state)
+{
+	/* A client that waits for each reply (GET, then its reply, then the
+	 * next GET). One hole in the replies holds two whole replies (LOST
+	 * records while the client went on): GET 2 and LRANGE lost theirs, the
+	 * reply after the hole answers GET 3 and the SET sent after it began
+	 * waits for its own. */
+	static const struct op ops[] = {
+		REQ(GET_CMD),	 RESP("$5\r\nhello\r\n"),    REQ(GET_CMD),	   REQ(LR_CMD),
+		REQ(GET_CMD),	 HOLE(REEL_L7_RESP, 2 * 11), RESP("$2\r\nhi\r\n"), REQ(SET_CMD),
+		RESP("+OK\r\n"),
+	};
+	struct collect out;
+
+	(void)state;
+	for (unsigned chunk = 0; chunk < 4; chunk++) {
+		run_ops_mode(redis(), ops, NOPS(ops), chunk, false, &out);
+		assert_int_equal(out.n, 5);
+		assert_int_equal(out.t[0].flags, 0);
+		assert_string_equal(out.t[0].detail, "bulk 5");
+		assert_string_equal(out.t[1].method, "GET");
+		assert_int_equal(out.t[1].flags, REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP);
+		assert_string_equal(out.t[2].method, "LRANGE");
+		assert_int_equal(out.t[2].flags, REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP);
+		assert_string_equal(out.t[3].method, "GET");
+		assert_int_equal(out.t[3].flags, 0);
+		assert_string_equal(out.t[3].detail, "bulk 2");
+		assert_int_equal(out.t[3].resp_stream_pos, 11 + 22);
+		assert_string_equal(out.t[4].method, "SET");
+		assert_int_equal(out.t[4].flags, 0);
+		assert_string_equal(out.t[4].detail, "OK");
+	}
+}
+
 static void test_detect(void **state)
 {
 	(void)state;
@@ -177,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_resp3),
 		cmocka_unit_test(test_blob_error_and_close),
 		cmocka_unit_test(test_holes),
+		cmocka_unit_test(test_hole_swallows_replies),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
 	};

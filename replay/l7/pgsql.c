@@ -62,6 +62,9 @@ struct pg_conn {
 	bool answer_pending; /* an SSL/GSSENC request waits for its byte */
 	struct pg_pending orphan;
 	bool orphan_used;
+	bool pipelined;	  /* a request was sent before the previous response ended */
+	bool after_hole;  /* a hole of unknown content in the responses since the last one */
+	uint64_t hole_at; /* where it began */
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -313,16 +316,54 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 
 /* ---- response side ---- */
 
+/*
+ * After a hole in the responses, which may have swallowed any number of
+ * them, the first response message that follows answers, for a client seen
+ * to wait for each ReadyForQuery before its next query, the newest request
+ * sent before that message began. The older requests waiting lost their
+ * responses in the hole; a request sent after the message began is never
+ * its request. (A pipelining client's responses stay in order.) False: none
+ * is left to answer (an orphan).
+ */
+static bool match_after_hole(struct pg_conn *c, uint64_t ts)
+{
+	uint64_t best = c->tail;
+
+	c->after_hole = false;
+	for (uint64_t s = c->head; s < c->tail; s++) {
+		if (ts && c->q[s % PG_QUEUE].t.req_ts > ts)
+			break;
+		best = s;
+	}
+	if (best == c->tail)
+		return false;
+	while (c->head < best) {
+		struct pg_pending *e = &c->q[c->head++ % PG_QUEUE];
+
+		e->t.flags |= REEL_TXNF_HOLE_RESP | (e->resp_seen ? 0 : REEL_TXNF_NO_RESP);
+		if (e->resp_seen) {
+			e->t.resp_end_ts = e->t.resp_ts;
+			e->t.resp_bytes = c->hole_at - e->t.resp_stream_pos;
+		}
+		emit(c, e);
+	}
+	return true;
+}
+
 static struct pg_pending *resp_target(struct pg_conn *c, uint8_t type, uint64_t pos)
 {
 	struct pg_pending *e;
 	struct pg_dir *d = &c->d[REEL_L7_RESP];
+	bool async = type == 'A' || type == 'N' || type == 'S';
+	bool have = c->head < c->tail;
 
-	if (c->head < c->tail) {
+	if (c->after_hole && !async && !c->pipelined)
+		have = match_after_hole(c, reel_l7_stream_ts(&d->side.s, pos));
+	if (have) {
 		e = &c->q[c->head % PG_QUEUE];
 	} else {
 		/* Asynchronous messages need no request. */
-		if (type == 'A' || type == 'N' || type == 'S')
+		if (async)
 			return NULL;
 		e = &c->orphan;
 		if (!c->orphan_used) {
@@ -347,10 +388,13 @@ static void finish_resp(struct pg_conn *c, struct pg_pending *e, uint64_t end)
 	e->t.resp_end_ts = reel_l7_stream_ts(&d->side.s, end ? end - 1 : 0);
 	e->t.resp_bytes = end - e->t.resp_stream_pos;
 	emit(c, e);
-	if (e == &c->orphan)
+	if (e == &c->orphan) {
 		c->orphan_used = false;
-	else
-		c->head++;
+		return;
+	}
+	c->head++;
+	if (c->head < c->tail && c->q[c->head % PG_QUEUE].t.req_ts < e->t.resp_end_ts)
+		c->pipelined = true;
 }
 
 static void error_fields(struct pg_pending *e, const uint8_t *p, size_t n, bool *fatal)
@@ -653,12 +697,17 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		struct pg_pending *e = &c->q[c->head % PG_QUEUE];
 
 		e->t.flags |= flag;
-		if (!e->resp_seen) {
+		if (!e->resp_seen && (d->side.s.len || c->pipelined)) {
+			/* Its response had begun: the cut message. */
 			e->resp_seen = true;
 			e->t.resp_ts =
 				reel_l7_stream_ts(&d->side.s, d->side.s.len ? d->side.s.pos : pos);
 			e->t.resp_stream_pos = d->side.s.len ? d->side.s.pos : pos;
 		}
+	}
+	if (dir == REEL_L7_RESP && !c->after_hole) {
+		c->after_hole = true;
+		c->hole_at = d->side.s.len ? d->side.s.pos : pos;
 	}
 	d->state = PG_RESYNC;
 	reel_l7_stream_hole(&d->side.s, ts, pos, len);

@@ -54,6 +54,8 @@ struct redis_conn {
 	struct redis_dir d[2];
 	struct reel_txn q[REDIS_QUEUE];
 	uint64_t head, tail;
+	bool after_hole; /* a hole in the replies since the last one */
+	bool pipelined;	 /* a command was sent before the previous reply ended */
 };
 
 static void upcase(char *s)
@@ -99,15 +101,49 @@ static void push_request(struct redis_conn *c, struct redis_dir *d, uint64_t end
 	reel_l7_copy_text(t->target, sizeof(t->target), d->cap[1], strlen(d->cap[1]));
 }
 
+/*
+ * The command a reply that began at `ts`, after a hole in the replies,
+ * answers, for a client seen to wait for each reply before its next command:
+ * the newest one sent before the reply began. The hole may have swallowed
+ * any number of replies; the older commands waiting lost theirs (NO_RESP,
+ * HOLE_RESP). A command sent after the reply began is never its command: its
+ * own reply comes later. (A pipelining client's replies stay in order.)
+ * NULL: an orphan.
+ */
+static struct reel_txn *match_after_hole(struct redis_conn *c, uint64_t ts)
+{
+	uint64_t best = c->tail;
+
+	c->after_hole = false;
+	for (uint64_t s = c->head; s < c->tail; s++) {
+		if (ts && c->q[s % REDIS_QUEUE].req_ts > ts)
+			break;
+		best = s;
+	}
+	if (best == c->tail)
+		return NULL;
+	while (c->head < best) {
+		struct reel_txn *t = &c->q[c->head++ % REDIS_QUEUE];
+
+		t->flags |= REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP;
+		reel_l7_emit_txn(&c->l7, t);
+	}
+	return &c->q[c->head++ % REDIS_QUEUE];
+}
+
 static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end_pos,
 			 uint64_t end_ts)
 {
 	struct reel_txn orphan, *t;
 
 	/* RESP3 pushes are out of band: they answer no command. */
-	if (c->head < c->tail && d->top != '>') {
+	if (d->top != '>' && c->after_hole && !c->pipelined)
+		t = match_after_hole(c, d->msg_ts);
+	else if (c->head < c->tail && d->top != '>')
 		t = &c->q[c->head++ % REDIS_QUEUE];
-	} else {
+	else
+		t = NULL;
+	if (!t) {
 		t = &orphan;
 		reel_l7_txn_init(t, REEL_PROTO_REDIS);
 		t->flags |= REEL_TXNF_NO_REQ;
@@ -119,6 +155,8 @@ static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end
 	t->resp_bytes = end_pos - d->msg_pos;
 	if (d->top == '-' || d->top == '!')
 		t->flags |= REEL_TXNF_ERROR;
+	if (t != &orphan && c->head < c->tail && c->q[c->head % REDIS_QUEUE].req_ts < end_ts)
+		c->pipelined = true;
 	reel_l7_copy_text(t->detail, sizeof(t->detail), d->summary, strlen(d->summary));
 	reel_l7_emit_txn(&c->l7, t);
 }
@@ -484,12 +522,14 @@ static void redis_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos
 		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		return;
 	}
-	if (d->state != R_RESYNC) {
+	if (d->state != R_RESYNC && (d->in_msg || dir == REEL_L7_REQ || c->pipelined)) {
 		if (!d->in_msg)
-			begin_msg(d); /* a message began in the hole */
+			begin_msg(d); /* a command began in the hole */
 		d->flags |= flag;
 		msg_done(c, dir, pos + len);
 	}
+	if (dir == REEL_L7_RESP)
+		c->after_hole = true; /* which command the next reply answers: see there */
 	d->state = R_RESYNC;
 	d->prev_nl = true;
 	reel_l7_stream_hole(&d->side.s, ts, pos, len);
@@ -515,7 +555,8 @@ static void redis_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_c
 	while (c->head < c->tail) {
 		struct reel_txn *t = &c->q[c->head++ % REDIS_QUEUE];
 
-		t->flags |= REEL_TXNF_NO_RESP;
+		t->flags |= REEL_TXNF_NO_RESP |
+			    (c->after_hole && !c->pipelined ? REEL_TXNF_HOLE_RESP : 0);
 		reel_l7_emit_txn(&c->l7, t);
 	}
 }
