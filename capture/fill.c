@@ -292,6 +292,13 @@ void cap_fill_sample(struct cap_fill *f, struct cap_out *out, uint32_t cpu, uint
 		return;
 	memcpy(&r, (const uint8_t *)raw + sizeof(ev), sizeof(r));
 	f->st.refs++;
+	if (cap_out_behind(out)) {
+		/* Reading back now would only feed a queue that drops records and
+		 * keep the drain from its rings: the body stays a hole, counted
+		 * with the overload control's cuts. */
+		put_fill(f, out, cpu, ts, &ev, 0, ev.len, r.offset, REEL_FILL_OVERLOAD, 0, NULL);
+		return;
+	}
 	fd = open_source(f, ev.hdr.tgid, &r, &err);
 	if (fd < 0) {
 		put_fill(f, out, cpu, ts, &ev, 0, ev.len, r.offset, -fd, err, NULL);

@@ -204,6 +204,16 @@ static void pipe_push(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t
 #endif
 }
 
+bool cap_out_behind(const struct cap_out *out)
+{
+	struct reel_writer_stats st;
+
+	if (out->pending.records)
+		return true;
+	reel_writer__stats(out->w, &st);
+	return st.queue_blocks && st.queued * 2 >= st.queue_blocks;
+}
+
 int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		   uint32_t alen, const void *b, uint32_t blen)
 {

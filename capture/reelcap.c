@@ -136,9 +136,12 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 static void fill_line(const struct cap_fill *f)
 {
 	static const char *const why[REEL_FILL_MAX] = {
-		[REEL_FILL_CHANGED] = "changed",   [REEL_FILL_GONE] = "gone",
-		[REEL_FILL_DENIED] = "denied",	   [REEL_FILL_UNREACHABLE] = "unreachable",
+		[REEL_FILL_CHANGED] = "changed",
+		[REEL_FILL_GONE] = "gone",
+		[REEL_FILL_DENIED] = "denied",
+		[REEL_FILL_UNREACHABLE] = "unreachable",
 		[REEL_FILL_ERROR] = "read errors",
+		[REEL_FILL_OVERLOAD] = "not read (writer behind)",
 	};
 	struct cap_fill_stats st;
 	char more[256] = "";

@@ -92,6 +92,9 @@ int cap_out_tick(struct cap_out *out, uint64_t now);
  * drain read every ring since): the pipeline prints what it held for them
  * and flushes stdout. */
 void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns);
+/* Is the writer behind (its compression queue half full, or records dropped
+ * since the last accepted one)? Work the capture may skip waits then. */
+bool cap_out_behind(const struct cap_out *out);
 void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st);
 int cap_out_files(const struct cap_out *out);
 /* The file being written (FILE or FILE.N after rotation). */

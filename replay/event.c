@@ -385,6 +385,7 @@ const char *reel_fill_status_name(uint8_t status)
 		[REEL_FILL_DENIED] = "file-denied",
 		[REEL_FILL_UNREACHABLE] = "file-unreachable",
 		[REEL_FILL_ERROR] = "file-read-error",
+		[REEL_FILL_OVERLOAD] = "overload",
 	};
 
 	return status < REEL_FILL_MAX && names[status] ? names[status] : "unknown";

@@ -61,6 +61,10 @@ void reel_on_fill(struct reel_pipeline *p, const struct reel_event *ev)
 		ch.data = ev->fill.data;
 		ch.flags = (ch.flags & ~(REEL_DATAF_LENGTH_ONLY | REEL_DATAF_FILE_REF)) |
 			   REASM_F_FILLED;
+	} else if (f->status == REEL_FILL_OVERLOAD) {
+		/* skipped while the capture was behind: an overload cut */
+		ch.flags = (ch.flags & ~(REEL_DATAF_LENGTH_ONLY | REEL_DATAF_FILE_REF)) |
+			   REEL_DATAF_OVERLOAD;
 	} else {
 		ch.flags |= (uint32_t)(f->status & 0xf) << REASM_F_FILL_SHIFT;
 	}

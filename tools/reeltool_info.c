@@ -111,10 +111,17 @@ static void account_payload(struct info_acc *a, const struct reel_record *rec)
 	if (reel_event_decode(rec, &ev))
 		return;
 	if (ev.kind == REEL_EVENT_FILL) {
-		if (ev.fill.hdr.status == REEL_FILL_OK)
+		if (ev.fill.hdr.status == REEL_FILL_OK) {
 			a->filled += ev.fill.hdr.len;
-		else
+		} else if (ev.fill.hdr.status == REEL_FILL_OVERLOAD &&
+			   a->length_only >= ev.fill.hdr.len) {
+			/* not read while reelcap was behind: an overload cut
+			 * (its chunk, just before, was counted length-only) */
+			a->length_only -= ev.fill.hdr.len;
+			a->overload_cut += ev.fill.hdr.len;
+		} else {
 			a->fill_holes += ev.fill.hdr.len;
+		}
 		return;
 	}
 	if (ev.kind != REEL_EVENT_DATA)

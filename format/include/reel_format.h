@@ -266,6 +266,8 @@ enum reel_fill_status {
 				    * a file system whose handles it cannot build, the
 				    * sender's fd closed or not its to open */
 	REEL_FILL_ERROR = 6,	   /* opening or reading failed otherwise (err) */
+	REEL_FILL_OVERLOAD = 7,	   /* not read: the capture was behind (its writer's queue half
+				    * full), like the bytes the overload control cuts */
 	REEL_FILL_MAX,
 };
 
