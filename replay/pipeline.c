@@ -113,6 +113,15 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 		.msg = d->msg,
 		.peer = d->peer,
 	};
+	/*
+	 * A gap in the other direction whose next chunk is older than this one
+	 * will not be filled in time to matter: the bytes that follow it were
+	 * sent before these, and a parser pairing requests with responses must
+	 * see them first. (Waiting for the gap up to the hold limits let a
+	 * LOST run of short requests hold them back while the responses to
+	 * them went by as orphans.)
+	 */
+	reel_reasm_release(&c->rs[!d->dir], ch.ts, !d->dir, &reel_rs_ops, c);
 	/* a sendfile chunk waits for its FILL records (fill.c); any other
 	 * chunk first lets a waiting one go as it is */
 	if (c->fill[d->dir].on || (d->flags & REEL_DATAF_FILE_REF)) {

@@ -166,6 +166,13 @@ static void bound(struct reasm *r, const struct reasm_limits *lim, const struct 
 		gap_to_first(r, dir, ops, ctx);
 }
 
+void reel_reasm_release(struct reasm *r, uint64_t ts, int dir, const struct reasm_ops *ops,
+			void *ctx)
+{
+	while (r->held && r->held->c.ts < ts)
+		gap_to_first(r, dir, ops, ctx);
+}
+
 static __attribute__((noinline)) int push_slow(struct reasm *r, const struct reasm_limits *lim,
 					       const struct reasm_chunk *in, int dir,
 					       const struct reasm_ops *ops, void *ctx)

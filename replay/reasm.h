@@ -85,6 +85,10 @@ int reel_reasm_push(struct reasm *r, const struct reasm_limits *lim, const struc
  * final_pos > the position reached, a REASM_HOLE_CLOSE hole covers the rest. */
 void reel_reasm_flush(struct reasm *r, uint64_t ts, uint64_t final_pos, int dir,
 		      const struct reasm_ops *ops, void *ctx);
+/* Declares the gaps before every held chunk older than `ts` and delivers
+ * them: the other direction has moved on past them (see pipeline.c). */
+void reel_reasm_release(struct reasm *r, uint64_t ts, int dir, const struct reasm_ops *ops,
+			void *ctx);
 /* Moves the expected position forward without a hole (bytes filtered out on
  * purpose, e.g. before --from). Held chunks below it are trimmed. */
 void reel_reasm_skip(struct reasm *r, uint64_t to_pos);

@@ -374,9 +374,14 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 		off += n;
 	}
 	if (stream_like(c)) {
+		/* the ACK is the first packet of od past a hole declared there
+		 * since its last data packet (a call's cut tail): it says why */
+		reel_sb_init(&sb, note, sizeof(note));
+		if (c->fl->note[od])
+			take_notes(c->fl, od, &sb);
 		k = conn_pkt(c, od, ch->ts);
 		emit_ctl(p, &k, od, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
-			 seq_at(c, dir, ch->pos + ch->len), NULL);
+			 seq_at(c, dir, ch->pos + ch->len), sb.len ? note : NULL);
 	}
 }
 

@@ -822,6 +822,54 @@ static void test_lossy_http(void **state)
 }
 
 /*
+ * A LOST run that takes a request: the requests after it must not wait for
+ * the gap to be filled (up to the reassembly's hold limits) while their
+ * responses go by, or every later exchange comes out as an orphan response
+ * and a request with no response.
+ */
+static void test_lost_request_pairs_after(void **state)
+{
+	static struct tstream s;
+	const char *req = "GET /item HTTP/1.1\r\nHost: example\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+	uint64_t t = T0 + 1000, pin = 0, pout = 0;
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+	struct run r = {0};
+	REEL_OPTS(reel_pipeline_opts, o);
+
+	(void)state;
+	ts_clock(&s, T0, REAL0);
+	ts_exec(&s, 0, t++, 500, "curl", "/usr/bin/curl");
+	ts_open(&s, 0, t++, 500, 3, 77, 40001, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	for (int i = 0; i < 20; i++) {
+		if (i == 2)
+			ts_lost(&s, 1, t += 1000000, 1);
+		else
+			ts_data(&s, 0, t += 1000000, 500, 3, 77, REEL_DIR_EGRESS, pout, req, rq, rq,
+				0, REEL_L4_TCP);
+		pout += rq;
+		ts_data(&s, 1, t += 1000000, 500, 3, 77, REEL_DIR_INGRESS, pin, resp, rs, rs, 0,
+			REEL_L4_TCP);
+		pin += rs;
+	}
+	ts_close(&s, 0, t + 1000000, 500, 3, 77, pout, pin);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_non_null(r.json);
+	/* 19 exchanges paired, each request with the response 1 ms after it;
+	 * the response to the lost request an orphan; the request the hole
+	 * stands for without a response */
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 21);
+	assert_int_equal(count(r.json, "\"method\":\"GET\",\"target\":\"/item\",\"status\":200"),
+			 19);
+	assert_int_equal(count(r.json, "\"latency_us\":1000.000"), 19);
+	assert_int_equal(count(r.json, "\"no_req\""), 1);
+	assert_int_equal(count(r.json, "\"no_resp\""), 1);
+	assert_int_equal(count(r.json, "\"flags\":[\"hole_req\",\"no_resp\"]"), 1);
+	run_free(&r);
+	ts_free(&s);
+}
+
+/*
  * Under load a connection's CONN_OPEN can be lost with its tuple: a TCP
  * server connection known only from its DATA is labelled as TCP with an
  * unknown address ("tcp:?", server "tcp:nginx"), never "unix". And a
@@ -1831,6 +1879,7 @@ int main(void)
 		cmocka_unit_test(test_tick_releases_window),
 		cmocka_unit_test(test_lossy_http),
 		cmocka_unit_test(test_lost_open_labels),
+		cmocka_unit_test(test_lost_request_pairs_after),
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_bpf_filter_and_pcap),
 		cmocka_unit_test(test_unix_and_inferred_role),

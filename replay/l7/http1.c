@@ -67,6 +67,7 @@ struct h1_conn {
 	uint64_t resp_seq;   /* entry of the response being read (if d[RESP].in_msg) */
 	bool resp_orphan;    /* the response being read has no request */
 	struct h1_entry orphan;
+	uint64_t orphan_ts; /* when the last orphan response began (0: none since) */
 	void *h2;
 };
 
@@ -877,6 +878,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 			entry_init(&c->orphan);
 			c->orphan.t.flags |= REEL_TXNF_NO_REQ;
 			c->resp_orphan = true;
+			c->orphan_ts = reel_l7_stream_ts(&d->side.s, pos);
 			e = &c->orphan;
 		}
 		e->t.resp_ts = reel_l7_stream_ts(&d->side.s, pos);
@@ -1177,6 +1179,15 @@ static void partial_request(struct h1_conn *c, uint32_t flag)
 	e->t.req_end_ts = d->side.last_ts;
 	e->t.req_bytes = d->side.s.len;
 	e->req_done = true;
+	if (flag == REEL_TXNF_HOLE_REQ && c->orphan_ts && c->orphan_ts >= e->t.req_ts) {
+		/* A response with no request waiting went by after the last
+		 * request before this hole: it answered what the hole holds
+		 * (the gap shows only once the next request comes), and is
+		 * out as an orphan. The request waits for no other. */
+		e->t.flags |= REEL_TXNF_NO_RESP;
+		e->resp_done = true;
+		c->orphan_ts = 0;
+	}
 	if (d->state == H1_START && d->side.s.len && check_request_line(p, d->side.s.len) == YES) {
 		const uint8_t *sp = reel_l7_find(p, d->side.s.len, ' ');
 		const uint8_t *t = sp + 1;
