@@ -24,10 +24,11 @@ def wait_port(port, tries=200):
     return False
 
 
-def start_nginx(d, port, files, sendfile=True, locations=""):
+def start_nginx(d, port, files, sendfile=True, locations="", nice=0):
     """nginx serving `files` ({name: size}, random bytes) from d/www on
     127.0.0.1:port; returns (Popen of the master, www dir). Workers run as
-    nobody: the files are world-readable."""
+    nobody: the files are world-readable. nice: its niceness (inherited by
+    the workers)."""
     www = os.path.join(d, "www")
     os.makedirs(os.path.join(d, "tmp"))
     os.makedirs(www)
@@ -50,7 +51,8 @@ def start_nginx(d, port, files, sendfile=True, locations=""):
                 % (d, d, "on" if sendfile else "off", temps, port, www, locations))
     p = subprocess.Popen(["nginx", "-p", d, "-c", os.path.join(d, "nginx.conf"), "-g",
                           "daemon off; master_process on;"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         preexec_fn=(lambda: os.nice(nice)) if nice else None)
     if not wait_port(port):
         p.kill()
         raise RuntimeError("nginx did not listen on %d" % port)
