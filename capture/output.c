@@ -208,8 +208,8 @@ bool cap_out_behind(const struct cap_out *out)
 {
 	struct reel_writer_stats st;
 
-	if (out->pending.records)
-		return true;
+	/* a queue that dropped records is full: the DROP counts are the
+	 * writer's (it owes them to the file, FORMAT.md 4.2) */
 	reel_writer__stats(out->w, &st);
 	return st.queue_blocks && st.queued * 2 >= st.queue_blocks;
 }
