@@ -153,8 +153,11 @@ def peer_case(args, iov):
         work = os.path.join(args.work, "iov%d.%d" % (iov, attempt))
         os.makedirs(work)
         reel, man = os.path.join(work, "cap.reel"), os.path.join(work, "manifest.txt")
+        # the peer at nice +10 from ours: reelcap's drain (nice -10) keeps
+        # its lead over the load it drains when the test itself runs niced
         rc, so, log = run([args.reelcap, "--ring-pages", RING_PAGES, "-w", reel, "--",
-                           args.peer, "-q", "--iov", str(iov), "--manifest", man])
+                           "nice", "-n", "10", args.peer, "-q", "--iov", str(iov),
+                           "--manifest", man])
         if rc != 0:
             fail("iov %d: reelcap -- reel_peer exited %d: %s" % (iov, rc, log[-500:]))
             return
