@@ -61,6 +61,8 @@ static void usage(FILE *f)
 		"                         the compression thread keeps 0)\n"
 		"      --no-file-fill     leave sendfile bodies length-only (by default reelcap\n"
 		"                         reads them from the file sent, if it is unchanged)\n"
+		"      --no-overload-cut  never cut calls short when a ring fills: whole events\n"
+		"                         are lost instead (LOST records; for loss tests)\n"
 		"  -q, --quiet            no informational messages\n"
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
@@ -143,6 +145,7 @@ enum {
 	OPT_NO_CODING,
 	OPT_NO_TLS,
 	OPT_NO_FILE_FILL,
+	OPT_NO_OVERLOAD_CUT,
 	OPT_LIBSSL,
 	OPT_DRAIN_NICE,
 };
@@ -166,6 +169,7 @@ static const struct option long_opts[] = {
 	{"no-coding", no_argument, NULL, OPT_NO_CODING},
 	{"no-tls", no_argument, NULL, OPT_NO_TLS},
 	{"no-file-fill", no_argument, NULL, OPT_NO_FILE_FILL},
+	{"no-overload-cut", no_argument, NULL, OPT_NO_OVERLOAD_CUT},
 	{"libssl", required_argument, NULL, OPT_LIBSSL},
 	{"drain-nice", required_argument, NULL, OPT_DRAIN_NICE},
 	{"quiet", no_argument, NULL, 'q'},
@@ -287,6 +291,9 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case OPT_NO_FILE_FILL:
 			o->no_file_fill = true;
+			break;
+		case OPT_NO_OVERLOAD_CUT:
+			o->no_overload_cut = true;
 			break;
 		case OPT_NO_TLS:
 			o->no_tls = true;

@@ -52,11 +52,12 @@ struct cap_opts {
 	bool quiet;
 	bool verbose;
 	bool print;
-	bool no_tls;	    /* --no-tls: TLS objects found and reported, not hooked */
-	bool no_file_fill;  /* --no-file-fill: sendfile bodies stay length-only */
-	const char *libssl; /* --libssl PATH: also examine this object at start */
-	int nice;	    /* --drain-nice: the drain thread's nice value */
-	char **cmd;	    /* -- COMMAND [ARGS] (NULL if none) */
+	bool no_tls;	      /* --no-tls: TLS objects found and reported, not hooked */
+	bool no_file_fill;    /* --no-file-fill: sendfile bodies stay length-only */
+	bool no_overload_cut; /* --no-overload-cut: a full ring loses whole events */
+	const char *libssl;   /* --libssl PATH: also examine this object at start */
+	int nice;	      /* --drain-nice: the drain thread's nice value */
+	char **cmd;	      /* -- COMMAND [ARGS] (NULL if none) */
 	int argc;
 	char **argv;
 };
