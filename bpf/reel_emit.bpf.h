@@ -125,18 +125,19 @@ static __always_inline __u64 ring_fill(__u32 cpu)
 	return f > 0 ? (__u64)f : 0;
 }
 
-/* Bytes a call may capture at this fill level: all below 3/4 of the ring,
- * then 16 KiB up to 13/16, 4 KiB up to 7/8, 1 KiB up to 29/32 and 256
+/* Bytes a call may capture at this fill level: all below 5/8 of the ring,
+ * then 16 KiB up to 11/16, 4 KiB up to 3/4, 1 KiB up to 13/16 and 256
  * bytes above (the first bytes of each call keep request and status lines,
- * headers, frame headers; from 15/16 chunk_room leaves no room for payload
- * at all). reelcap's user_level can ask for a level at least this high. */
+ * headers, frame headers; from 13/16 chunk_room leaves room for a call's
+ * first 256 bytes only, from 15/16 for none). reelcap's user_level can ask
+ * for a level at least this high. */
 static __always_inline __u64 ovl_cap(__u64 fill)
 {
 	__u64 r = ring_bytes / 32, lvl;
 
 	if (!r)
 		return ~0ULL;
-	lvl = fill < r * 24 ? 0 : fill < r * 26 ? 1 : fill < r * 28 ? 2 : fill < r * 29 ? 3 : 4;
+	lvl = fill < r * 20 ? 0 : fill < r * 22 ? 1 : fill < r * 24 ? 2 : fill < r * 26 ? 3 : 4;
 	if (user_level > lvl)
 		lvl = user_level;
 	switch (lvl) {
@@ -154,10 +155,11 @@ static __always_inline __u64 ovl_cap(__u64 fill)
 }
 
 /* Payload bytes the next chunk may carry at this fill level: what keeps
- * the ring below 15/16 full (the rest is for events without payload), at
- * most a chunk; but a call's first 256 bytes (`first`) while they keep it
- * below 31/32. 0: no room for 256 bytes of payload now (so chunks are at
- * least that, which bounds the walk's steps). */
+ * the ring below 13/16 full, at most a chunk; but a call's first 256 bytes
+ * (`first`) while they keep it below 15/16; the last 1/16 is for events
+ * without payload, so a drain that stalls for a while costs payload, not
+ * events. 0: no room for 256 bytes of payload now (so chunks are at least
+ * that, which bounds the walk's steps). */
 static __always_inline __u32 fill_room(__u64 fill, bool first)
 {
 	__u64 r = ring_bytes, lim;
@@ -165,9 +167,9 @@ static __always_inline __u32 fill_room(__u64 fill, bool first)
 	if (!r)
 		return REEL_CHUNK_MAX;
 	fill += R_DATA_RING_BYTES;
-	lim = r - r / 16;
+	lim = r - r / 16 - r / 8;
 	if (fill + 256 > lim)
-		return first && fill + 256 <= r - r / 32 ? 256 : 0;
+		return first && fill + 256 <= r - r / 16 ? 256 : 0;
 	lim -= fill;
 	return lim < REEL_CHUNK_MAX ? (__u32)lim & ~7U : REEL_CHUNK_MAX;
 }

@@ -14,7 +14,7 @@ what was captured).
 
 A capture whose ring overflowed anyway (LOST: the host kept reelcap off the
 CPU), or whose checks failed (a request line lost when a call was cut whole,
-the ring past 31/32 full), is retried, up to 5 times; the last one counts. The client and nginx run at nice 10 (reelcap's
+the ring past 15/16 full), is retried, up to 5 times; the last one counts. The client and nginx run at nice 10 (reelcap's
 drain runs at -10): the test is about the overload control under a tiny
 ring, not about who wins the CPUs of a host busy with other work.
 
@@ -96,7 +96,7 @@ def check(args, reel, made):
         fail("%d transactions with method and status 200, the client made %d requests" %
              (len(paired), made))
         if args.retry:
-            return  # (a call cut whole: the ring was past 31/32) try again
+            return  # (a call cut whole: the ring was past 15/16) try again
     # the bytes missing, from the connections' close totals
     moved = sum(c["bytes_out"] + c["bytes_in"] for c in conns)
     captured = sum(c["captured_out"] + c["captured_in"] for c in conns)
