@@ -16,14 +16,22 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "content_json.h"
 #include "l7.h"
 
 #define MAX_TXNS 64
+#define CJ_MAX	 8192
 
 struct collect {
 	struct reel_txn t[MAX_TXNS];
 	int n;
+	/* with run_ops_content: each txn's content as its JSON sections */
+	char cj[MAX_TXNS][CJ_MAX];
 };
+
+/* run_ops_content sets these for the runs it makes */
+static bool collect_content;
+static uint64_t collect_value_max;
 
 static void collect_txn(void *ctx, const struct reel_txn *t)
 {
@@ -37,8 +45,17 @@ static void collect_txn(void *ctx, const struct reel_txn *t)
 	for (const char *s = t->detail; *s; s++)
 		assert_true(*s >= 0x20 && *s < 0x7f);
 	assert_true(memchr(t->method, 0, sizeof(t->method)) != NULL);
-	if (c->n < MAX_TXNS)
+	if (!collect_content)
+		assert_int_equal(t->content.nitems, 0);
+	if (c->n < MAX_TXNS) {
+		struct reel_sb sb;
+
 		c->t[c->n] = *t;
+		memset(&c->t[c->n].content, 0, sizeof(t->content));
+		reel_sb_init(&sb, c->cj[c->n], CJ_MAX);
+		reel_content_json(&sb, &t->content, t->proto);
+		assert_true(sb.len < CJ_MAX);
+	}
 	c->n++;
 }
 
@@ -79,11 +96,12 @@ static void run_ops_mode(const struct reel_l7_parser *pp, const struct op *ops, 
 {
 	struct reel_l7_emit emit = {out, collect_txn};
 	uint64_t pos[2] = {0, 0};
-	void *st = pp->new_state(datagram);
+	void *st = reel_l7_new_state(pp, datagram, collect_content, collect_value_max);
 	uint32_t rnd = chunk * 2654435761u + 1;
 
 	assert_non_null(st);
-	memset(out, 0, sizeof(*out));
+	out->n = 0;
+	memset(out->t, 0, sizeof(out->t));
 	for (size_t i = 0; i < nops; i++) {
 		const struct op *o = &ops[i];
 		uint64_t ts = 1000 * (i + 1);
@@ -178,10 +196,18 @@ static void run_ops(const struct reel_l7_parser *pp, const struct op *ops, size_
 	if (datagram)
 		return;
 	for (unsigned mode = 1; mode < 5; mode++) {
+		int kept = out->n < MAX_TXNS ? out->n : MAX_TXNS;
+		bool cj_same = true;
+
 		run_ops_mode(pp, ops, nops, mode, datagram, &other);
-		if (other.n != out->n ||
-		    memcmp(other.t, out->t,
-			   sizeof(other.t[0]) * (size_t)(out->n < MAX_TXNS ? out->n : MAX_TXNS))) {
+		for (int i = 0; i < kept && i < other.n; i++)
+			if (strcmp(other.cj[i], out->cj[i])) {
+				fprintf(stderr, "txn %d content whole:\n%s\nsplit:\n%s\n", i,
+					out->cj[i], other.cj[i]);
+				cj_same = false;
+			}
+		if (other.n != out->n || !cj_same ||
+		    memcmp(other.t, out->t, sizeof(other.t[0]) * (size_t)kept)) {
 			fprintf(stderr, "split mode %u differs: whole:\n", mode);
 			for (int i = 0; i < out->n && i < MAX_TXNS; i++)
 				dump_txn(&out->t[i]);
@@ -191,6 +217,29 @@ static void run_ops(const struct reel_l7_parser *pp, const struct op *ops, size_
 			fail();
 		}
 	}
+}
+
+/*
+ * run_ops with the full content kept (values cut at value_max): the same
+ * split independence for the content's JSON, and the summary fields must be
+ * those of a run without content.
+ */
+static __attribute__((unused)) void run_ops_content(const struct reel_l7_parser *pp,
+						    const struct op *ops, size_t nops,
+						    bool datagram, uint64_t value_max,
+						    struct collect *out)
+{
+	static struct collect plain;
+
+	collect_content = false;
+	run_ops_mode(pp, ops, nops, 0, datagram, &plain);
+	collect_content = true;
+	collect_value_max = value_max;
+	run_ops(pp, ops, nops, datagram, out);
+	collect_content = false;
+	assert_int_equal(plain.n, out->n);
+	assert_memory_equal(plain.t, out->t,
+			    sizeof(out->t[0]) * (size_t)(out->n < MAX_TXNS ? out->n : MAX_TXNS));
 }
 
 /* Random and mutated inputs: must not crash (ASan/UBSan watch). */

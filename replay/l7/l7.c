@@ -40,6 +40,16 @@ const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enu
 	return best;
 }
 
+void *reel_l7_new_state(const struct reel_l7_parser *p, bool datagram, bool content,
+			uint64_t value_max)
+{
+	void *st = p->new_state(datagram);
+
+	if (st && content && p->want_content)
+		p->want_content(st, value_max);
+	return st;
+}
+
 const char *reel_proto_name(enum reel_proto p)
 {
 	const struct reel_l7_parser *par = reel_l7_by_proto(p);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "content.h"
 #include "reel_proto.h"
 
 #ifdef __cplusplus
@@ -70,6 +71,9 @@ struct reel_txn {
 	char method[32];     /* HTTP method, Redis command, PG message kind, DNS qtype ("A") */
 	char target[REEL_TXN_TEXT_MAX]; /* URI, DNS qname, SQL text, redis key... */
 	char detail[REEL_TXN_TEXT_MAX]; /* error text, content-type, host, answers... */
+	/* Full content (content.h) when the parser was asked for it, else empty;
+	 * the bytes are the parser's, valid during the emit call only. */
+	struct reel_content_view content;
 };
 
 /* Where a parser sends what it found. `ctx` is the pipeline's. */
@@ -110,6 +114,13 @@ struct reel_l7_parser {
 	const uint16_t *tshark_ports; /* ports tshark decodes it on unasked, 0-terminated */
 	/* An error beyond REEL_TXNF_ERROR (HTTP >= 500, a DNS rcode), NULL: none */
 	bool (*is_error)(const struct reel_txn *t);
+	/*
+	 * Optional (NULL: the parser keeps summaries only). Called right after
+	 * new_state: from then on each transaction carries its full content
+	 * (txn->content, content.h), every value cut at value_max bytes (0 =
+	 * no cap). Costs a copy of what is kept; without it, none.
+	 */
+	void (*want_content)(void *st, uint64_t value_max);
 };
 
 /* The parser of a protocol (REEL_PROTOS in reel_proto.h); NULL for UNKNOWN. */
@@ -121,6 +132,10 @@ const struct reel_l7_parser *reel_l7_detect(const uint8_t *data, size_t len, enu
 
 /* Is t an error (REEL_TXNF_ERROR, or its protocol's is_error)? */
 int reel_txn_is_error(const struct reel_txn *t);
+
+/* new_state, then want_content when `content` and the parser has it. */
+void *reel_l7_new_state(const struct reel_l7_parser *p, bool datagram, bool content,
+			uint64_t value_max);
 
 #ifdef __cplusplus
 }

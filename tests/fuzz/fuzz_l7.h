@@ -11,22 +11,53 @@
  * Every piece is copied to an exact-size heap buffer so that ASan sees any
  * read past it. detect() runs on each direction's first piece.
  *
- * Oracle beyond the sanitizers: the same script fed with each operation in
- * one piece must give exactly the same transactions (split independence).
+ * Oracles beyond the sanitizers: the same script fed with each operation in
+ * one piece must give exactly the same transactions (split independence);
+ * with the full content kept (values cut at 24 bytes), the summary fields
+ * must be the same as without, the content split independent too, and its
+ * items well formed (walked to the byte, formatted as JSON).
  */
 #ifndef REEL_FUZZ_L7_H
 #define REEL_FUZZ_L7_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "content_json.h"
 #include "l7.h"
 
 struct fuzz_out {
 	size_t n;
-	uint64_t hash;
+	uint64_t hash;	/* of the summary fields */
+	uint64_t chash; /* of the content */
 };
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static void fuzz_content(struct fuzz_out *o, const struct reel_txn *t)
+{
+	static char json[1 << 20];
+	const struct reel_content_view *v = &t->content;
+	uint32_t off = 0, n = 0;
+	struct reel_sb sb;
+
+	while (reel_content_next(v, &off))
+		n++;
+	if (n != v->nitems || off != v->len)
+		abort(); /* items must cover the buffer exactly */
+	o->chash = fnv(o->chash, v->buf ? v->buf : (const uint8_t *)"", v->len);
+	reel_sb_init(&sb, json, sizeof(json));
+	reel_content_json(&sb, v, t->proto);
+}
 
 static void fuzz_txn(void *ctx, const struct reel_txn *t)
 {
@@ -46,13 +77,13 @@ static void fuzz_txn(void *ctx, const struct reel_txn *t)
 	for (const char *s = t->method; *s; s++)
 		if (*s < 0x20 || *s > 0x7e)
 			abort();
-	for (size_t i = 0; i < sizeof(*t); i++)
-		o->hash = (o->hash ^ b[i]) * 1099511628211ull;
+	o->hash = fnv(o->hash, b, offsetof(struct reel_txn, content));
+	fuzz_content(o, t);
 	o->n++;
 }
 
 static void fuzz_run(const struct reel_l7_parser *pp, const uint8_t *data, size_t size, bool whole,
-		     struct fuzz_out *out)
+		     bool content, struct fuzz_out *out)
 {
 	struct reel_l7_emit emit = {out, fuzz_txn};
 	uint64_t pos[2] = {0, 0}, ts = 1;
@@ -62,10 +93,10 @@ static void fuzz_run(const struct reel_l7_parser *pp, const uint8_t *data, size_
 	size_t i = 1;
 
 	out->n = 0;
-	out->hash = 14695981039346656037ull;
+	out->hash = out->chash = 14695981039346656037ull;
 	datagram = data[0] & 1;
 	port = (uint16_t)(data[0] >> 1);
-	st = pp->new_state(datagram);
+	st = reel_l7_new_state(pp, datagram, content, 24);
 	if (!st)
 		return;
 	while (i + 3 <= size) {
@@ -114,14 +145,20 @@ static void fuzz_run(const struct reel_l7_parser *pp, const uint8_t *data, size_
 static int fuzz_l7(enum reel_proto proto, const uint8_t *data, size_t size)
 {
 	const struct reel_l7_parser *pp = reel_l7_by_proto(proto);
-	struct fuzz_out a, b;
+	struct fuzz_out a, b, c, d;
 
 	if (!pp || !size)
 		return 0;
-	fuzz_run(pp, data, size, false, &a);
-	fuzz_run(pp, data, size, true, &b);
+	fuzz_run(pp, data, size, false, false, &a);
+	fuzz_run(pp, data, size, true, false, &b);
 	if (a.n != b.n || a.hash != b.hash)
 		abort(); /* the transactions depend on how the bytes were split */
+	fuzz_run(pp, data, size, false, true, &c);
+	fuzz_run(pp, data, size, true, true, &d);
+	if (c.n != a.n || c.hash != a.hash)
+		abort(); /* keeping the content changed the summaries */
+	if (d.n != c.n || d.hash != c.hash || d.chash != c.chash)
+		abort(); /* the content depends on how the bytes were split */
 	return 0;
 }
 
