@@ -338,6 +338,80 @@ static void test_garbage(void **state)
 	garbage_run(h1(), ops, NOPS(ops), false, 400);
 }
 
+/* ---- full content (want_content) ---- */
+
+static void test_content_pipelined(void **state)
+{
+	static const struct op ops[] = {
+		REQ(P_REQ1 P_REQ2 P_REQ3 P_REQ4),
+		RESP(P_RESP1 "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" P_RESP3 P_RESP4),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops_content(h1(), ops, NOPS(ops), false, 0, &out);
+	assert_int_equal(out.n, 4);
+	assert_string_equal(
+		out.cj[0],
+		",\"http\":{\"version\":\"HTTP/1.1\",\"req\":{\"headers\":[[\"Host\",\"h\"]]},"
+		"\"resp\":{\"reason\":\"OK\",\"headers\":[[\"Transfer-Encoding\",\"chunked\"],"
+		"[\"Content-Type\",\"text/plain\"]],\"trailers\":[[\"X-Checksum\",\"1\"],"
+		"[\"X-Other\",\"2\"]],\"body\":{\"size\":11,\"encoding\":\"utf-8\",\"data\":"
+		"\"hello world\",\"chunked\":true}}}");
+	/* HEAD: the response has no body whatever its Content-Length says */
+	assert_string_equal(out.cj[1],
+			    ",\"http\":{\"version\":\"HTTP/1.1\",\"req\":{\"headers\":[[\"Host\","
+			    "\"h\"]]},\"resp\":{\"reason\":\"OK\",\"headers\":[[\"Content-Length\","
+			    "\"1000\"]]}}");
+	assert_string_equal(
+		out.cj[3],
+		",\"http\":{\"version\":\"HTTP/1.1\",\"req\":{\"headers\":[[\"Host\",\"h\"],"
+		"[\"Transfer-Encoding\",\"chunked\"],[\"Content-Type\",\"application/json\"]],"
+		"\"body\":{\"size\":7,\"encoding\":\"utf-8\",\"data\":\"{\\\"a\\\":1}\","
+		"\"chunked\":true}},\"resp\":{\"reason\":\"No Content\"}}");
+}
+
+/* gzip of "hello hello hello hello\n" (gzip -n) */
+static const uint8_t gz_hello[] = {
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xcb, 0x48, 0xcd, 0xc9, 0xc9,
+	0x57, 0xc8, 0x40, 0x27, 0xb9, 0x00, 0x00, 0x88, 0x59, 0x0b, 0x18, 0x00, 0x00, 0x00,
+};
+
+static void test_content_gzip_cap_hole(void **state)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: "
+				   "29\r\n\r\n";
+	static const char big[] = "POST /up HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789";
+	static const char lost[] = "POST /up HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123";
+	static struct op ops[] = {
+		REQ("GET /z HTTP/1.1\r\n\r\n"),
+		RESP(head),
+		RESPB(gz_hello, sizeof(gz_hello)),
+		REQ(big),
+		RESP("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"),
+		REQ(lost),
+		HOLE(REEL_L7_REQ, 3),
+		REQ("789"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops_content(h1(), ops, NOPS(ops), false, 8, &out);
+	assert_int_equal(out.n, 3);
+	assert_non_null(strstr(out.cj[0], "\"body\":{\"size\":29,\"encoding\":\"utf-8\",\"data\":"
+					  "\"hello he\",\"coding\":\"gzip\",\"decoded\":true,"
+					  "\"cut\":true}"));
+	assert_non_null(strstr(out.cj[1], "\"body\":{\"size\":10,\"encoding\":\"utf-8\",\"data\":"
+					  "\"01234567\",\"cut\":true}"));
+	assert_int_equal(out.t[2].flags, REEL_TXNF_HOLE_REQ);
+	assert_non_null(strstr(out.cj[2], "\"body\":{\"size\":10,\"encoding\":\"utf-8\",\"data\":"
+					  "\"0123789\",\"holes\":[{\"at\":4,\"len\":3}]}"));
+	run_ops_content(h1(), ops, 3, false, 0, &out);
+	assert_non_null(strstr(out.cj[0], "\"data\":\"hello hello hello hello\\n\",\"coding\":"
+					  "\"gzip\",\"decoded\":true,\"decoded_size\":24}"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +429,8 @@ int main(void)
 		cmocka_unit_test(test_sanitise_and_bounds),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_content_pipelined),
+		cmocka_unit_test(test_content_gzip_cap_hole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -535,6 +535,85 @@ static void test_garbage(void **state)
 	exch_fini(&x);
 }
 
+/* ---- full content (want_content) ---- */
+
+static void test_content_two_streams(void **state)
+{
+	struct exch x;
+	size_t mid;
+	static struct collect out;
+
+	(void)state;
+	exch_init(&x);
+	client_two(&x);
+	server_two(&x, &mid);
+	{
+		const struct op ops[] = {REQB(x.c.b, x.c.n), RESPB(x.s.b, x.s.n)};
+
+		run_ops_content(h2(), ops, NOPS(ops), false, 0, &out);
+	}
+	assert_int_equal(out.n, 2);
+	assert_string_equal(
+		out.cj[0],
+		",\"http\":{\"version\":\"HTTP/2\",\"req\":{\"headers\":[[\":method\",\"GET\"],"
+		"[\":scheme\",\"http\"],[\":authority\",\"h2.test\"],[\":path\",\"/index.html\"],"
+		"[\"user-agent\",\"curl/7.88.1\"],[\"accept\",\"*/*\"]]},\"resp\":{\"headers\":"
+		"[[\":status\",\"200\"],[\"server\",\"nginx\"],[\"content-type\",\"text/html\"],"
+		"[\"content-length\",\"5\"]],\"body\":{\"size\":5,\"encoding\":\"utf-8\","
+		"\"data\":\"hello\"}}}");
+	/* padding left out; the body over two DATA frames */
+	assert_non_null(strstr(out.cj[1], "\"req\":{\"headers\":[[\":method\",\"POST\"],"));
+	assert_non_null(strstr(out.cj[1], "[\"content-type\",\"application/json\"]],\"body\":{"
+					  "\"size\":2,\"encoding\":\"utf-8\",\"data\":\"{}\"}}"));
+	assert_non_null(strstr(out.cj[1],
+			       "[\"x-long\",\"0123456789abcdef\"]],\"body\":{\"size\":"
+			       "8,\"encoding\":\"utf-8\",\"data\":\"{\\\"id\\\":1}\"}}}"));
+	exch_fini(&x);
+}
+
+static void test_content_grpc(void **state)
+{
+	static const nghttp2_nv req[] = {
+		NV(":method", "POST"),
+		NV(":path", "/helloworld.Greeter/SayHello"),
+		NV("content-type", "application/grpc"),
+	};
+	static const nghttp2_nv resp[] = {NV(":status", "200"),
+					  NV("content-type", "application/grpc")};
+	static const nghttp2_nv trailers[] = {NV("grpc-status", "0")};
+	/* two messages in one DATA frame, the second split over two frames */
+	static const uint8_t m1[] = {0, 0, 0, 0, 2, 0x0a, 0, 1, 0, 0, 0, 3, 'a'};
+	static const uint8_t m2[] = {'b', 'c'};
+	struct exch x;
+	static struct collect out;
+
+	(void)state;
+	exch_init(&x);
+	memcpy(x.c.b, PREFACE, 24);
+	x.c.n = 24;
+	put_frame(&x.c, 4, 0, 0, NULL, 0);
+	put_headers(&x.c, x.dc, 1, false, req, 3, 0);
+	put_frame(&x.c, 0, 0, 1, m1, sizeof(m1));
+	put_frame(&x.c, 0, 1, 1, m2, sizeof(m2));
+	put_frame(&x.s, 4, 0, 0, NULL, 0);
+	put_headers(&x.s, x.ds, 1, false, resp, 2, 0);
+	put_frame(&x.s, 0, 0, 1, m1, 7);
+	put_headers(&x.s, x.ds, 1, true, trailers, 1, 0);
+	{
+		const struct op ops[] = {REQB(x.c.b, x.c.n), RESPB(x.s.b, x.s.n)};
+
+		run_ops_content(h2(), ops, NOPS(ops), false, 0, &out);
+	}
+	assert_int_equal(out.n, 1);
+	assert_non_null(strstr(out.cj[0], ",\"grpc\":{\"service\":\"helloworld.Greeter\","
+					  "\"method\":\"SayHello\",\"req_msgs\":[{\"size\":2,"
+					  "\"compressed\":false,\"data\":\"CgA=\"},{\"size\":3,"
+					  "\"compressed\":true,\"data\":\"YWJj\"}],\"resp_msgs\":["
+					  "{\"size\":2,\"compressed\":false,\"data\":\"CgA=\"}]}"));
+	assert_non_null(strstr(out.cj[0], "\"trailers\":[[\"grpc-status\",\"0\"]]"));
+	exch_fini(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +627,8 @@ int main(void)
 		cmocka_unit_test(test_mid_connection),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_content_two_streams),
+		cmocka_unit_test(test_content_grpc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -204,6 +204,49 @@ static void test_garbage(void **state)
 	garbage_run(redis(), ops, NOPS(ops), false, 400);
 }
 
+/* ---- full content (want_content) ---- */
+
+static void test_content(void **state)
+{
+	static const struct op ops[] = {
+		REQ(SET_CMD GET_CMD "*3\r\n$3\r\nSET\r\n$8\r\nreel:key\r\n$10\r\nhello-reel\r\n"),
+		RESP("+OK\r\n$5\r\nhello\r\n"),
+		RESP("+OK\r\n"),
+		REQ("PING x\r\n" LR_CMD),
+		RESP("+PONG\r\n" LR_REP),
+		REQ("*2\r\n$3\r\nGET\r\n$1\r\nz\r\n"),
+		RESP("$-1\r\n"),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops_content(redis(), ops, NOPS(ops), false, 4, &out);
+	assert_int_equal(out.n, 6);
+	assert_string_equal(out.cj[0],
+			    ",\"redis\":{\"args\":[\"SET\",{\"text\":\"myke\",\"size\":5,"
+			    "\"cut\":true},{\"text\":\"hell\",\"size\":5,\"cut\":true}],"
+			    "\"reply\":{\"type\":\"simple\",\"value\":\"OK\"}}");
+	assert_string_equal(out.cj[1],
+			    ",\"redis\":{\"args\":[\"get\",{\"text\":\"myke\",\"size\":5,"
+			    "\"cut\":true}],\"reply\":{\"type\":\"bulk\",\"value\":{"
+			    "\"text\":\"hell\",\"size\":5,\"cut\":true}}}");
+	assert_string_equal(out.cj[3], ",\"redis\":{\"args\":[\"PING\",\"x\"],\"reply\":{\"type\":"
+				       "\"simple\",\"value\":\"PONG\"}}");
+	assert_string_equal(
+		out.cj[4],
+		",\"redis\":{\"args\":[{\"text\":\"LRAN\",\"size\":6,\"cut\":true},\"list\","
+		"\"0\",\"-1\"],\"reply\":"
+		"{\"type\":\"array\",\"size\":3,\"items\":[{\"type\":\"bulk\",\"value\":"
+		"\"a\"},{\"type\":\"null\"},{\"type\":\"array\",\"size\":2,\"items\":["
+		"{\"type\":\"integer\",\"value\":\"1\"},{\"type\":\"bulk\",\"value\":"
+		"\"bc\"}]}]}}");
+	assert_string_equal(out.cj[5], ",\"redis\":{\"args\":[\"GET\",\"z\"],\"reply\":{\"type\":"
+				       "\"null\"}}");
+	run_ops_content(redis(), ops, 3, false, 0, &out);
+	assert_string_equal(out.cj[2], ",\"redis\":{\"args\":[\"SET\",\"reel:key\",\"hello-reel\"],"
+				       "\"reply\":{\"type\":\"simple\",\"value\":\"OK\"}}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_hole_swallows_replies),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_content),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

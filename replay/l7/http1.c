@@ -5,7 +5,10 @@
  * with trailers, bodies that end at close, responses without a body (HEAD,
  * 1xx, 204, 304), 100-continue, Upgrade (101: h2c goes on in http2.c, other
  * protocols are not parsed) and CONNECT tunnels. Header blocks are buffered up
- * to H1_MAX_HDR; bodies are counted, never stored.
+ * to H1_MAX_HDR; bodies are counted, never stored, unless the full content
+ * was asked for (want_content): then each side of an exchange builds its own
+ * content (headers in order, the de-chunked body inflated, trailers), and
+ * the two are joined when the transaction is emitted.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -44,18 +47,20 @@ struct h1_entry {
 	char host[96];
 	char req_ct[64];
 	char resp_ct[64];
+	struct reel_content ct[2]; /* per direction, when the content is kept */
 };
 
 struct h1_dir {
 	struct l7_side side; /* first: the glue (l7_internal.h) */
 	enum h1_state state;
 	uint64_t remain;
-	uint64_t msg_pos;   /* stream position of the current message's first byte */
-	bool in_msg;	    /* headers parsed, body not finished */
-	bool prev_nl;	    /* RESYNC: the byte before the buffer was a line end */
-	size_t scanned;	    /* header-end search hint over the buffered bytes */
-	uint32_t hole_flag; /* REEL_TXNF_HOLE_REQ or _RESP */
-	bool after_hole;    /* RESP: a hole since the last response head */
+	uint64_t msg_pos;		 /* stream position of the current message's first byte */
+	bool in_msg;			 /* headers parsed, body not finished */
+	bool prev_nl;			 /* RESYNC: the byte before the buffer was a line end */
+	size_t scanned;			 /* header-end search hint over the buffered bytes */
+	uint32_t hole_flag;		 /* REEL_TXNF_HOLE_REQ or _RESP */
+	bool after_hole;		 /* RESP: a hole since the last response head */
+	enum reel_content_coding coding; /* of the message whose head was just read */
 };
 
 struct h1_conn {
@@ -69,6 +74,8 @@ struct h1_conn {
 	struct h1_entry orphan;
 	uint64_t orphan_ts; /* when the last orphan response began (0: none since) */
 	void *h2;
+	bool content; /* keep each transaction's full content */
+	uint64_t value_max;
 };
 
 /* ---- byte classes ---- */
@@ -345,10 +352,30 @@ static void finish_detail(struct h1_entry *e)
 	*q = '\0';
 }
 
+/* ---- content (want_content) ---- */
+
+static struct h1_entry *cur_resp(struct h1_conn *c);
+
+static void entry_fresh(struct h1_conn *c, struct h1_entry *e)
+{
+	entry_init(e);
+	if (c->content) {
+		reel_content_reset(&e->ct[0]);
+		reel_content_reset(&e->ct[1]);
+	}
+}
+
 static void emit_entry(struct h1_conn *c, struct h1_entry *e)
 {
 	finish_detail(e);
+	if (c->content) {
+		struct reel_content_view resp = reel_content_view(&e->ct[1]);
+
+		reel_content_append(&e->ct[0], &resp);
+		e->t.content = reel_content_view(&e->ct[0]);
+	}
 	reel_l7_emit_txn(&c->l7, &e->t);
+	memset(&e->t.content, 0, sizeof(e->t.content));
 }
 
 /* Emits finished entries from the head of the queue, in order. */
@@ -373,8 +400,17 @@ static void force_pop(struct h1_conn *c)
 	if (!e->req_done)
 		e->t.flags |= REEL_TXNF_PARTIAL;
 	if (c->d[REEL_L7_RESP].in_msg && !c->resp_orphan && c->resp_seq == c->head) {
-		/* The response being read loses its request: keep it as orphan. */
+		/* The response being read loses its request: keep it as orphan
+		 * (its content so far goes out with the request). */
+		struct reel_content keep[2] = {c->orphan.ct[0], c->orphan.ct[1]};
+
 		c->orphan = *e;
+		c->orphan.ct[0] = keep[0];
+		c->orphan.ct[1] = keep[1];
+		if (c->content) {
+			reel_content_reset(&c->orphan.ct[0]);
+			reel_content_reset(&c->orphan.ct[1]);
+		}
 		c->resp_orphan = true;
 	}
 	if (c->d[REEL_L7_REQ].in_msg && c->req_seq == c->head)
@@ -390,7 +426,7 @@ static struct h1_entry *push_entry(struct h1_conn *c)
 	if (c->tail - c->head == H1_QUEUE)
 		force_pop(c);
 	e = entry(c, c->tail++);
-	entry_init(e);
+	entry_fresh(c, e);
 	return e;
 }
 
@@ -459,6 +495,8 @@ static void finish_resp(struct h1_conn *c, uint64_t end_pos, uint64_t end_ts)
 	if (!d->in_msg)
 		return;
 	d->in_msg = false;
+	if (c->content)
+		reel_content_body_end(&e->ct[1], e->t.flags & REEL_TXNF_PARTIAL);
 	e->t.resp_end_ts = end_ts;
 	e->t.resp_bytes = end_pos - e->t.resp_stream_pos;
 	e->resp_done = true;
@@ -477,6 +515,8 @@ static void finish_req(struct h1_conn *c, uint64_t end_pos, uint64_t end_ts)
 	if (!c->d[REEL_L7_REQ].in_msg)
 		return;
 	c->d[REEL_L7_REQ].in_msg = false;
+	if (c->content)
+		reel_content_body_end(&e->ct[0], e->t.flags & REEL_TXNF_PARTIAL);
 	e->t.req_end_ts = end_ts;
 	e->t.req_bytes = end_pos - e->t.req_stream_pos;
 	e->req_done = true;
@@ -790,6 +830,72 @@ static size_t scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir,
 	}
 }
 
+/* ---- content of a message (want_content) ---- */
+
+/* The start line's version and (response) reason, and every header field
+ * of the block p[0, hl) in order; the Content-Encoding read on the way. */
+static void content_head(struct h1_conn *c, struct h1_entry *e, int dir, const uint8_t *p,
+			 size_t hl, const struct h1_head *h)
+{
+	struct reel_content *ct = &e->ct[dir];
+	size_t l = line_len(p, hl, hl), i, tl = trim_eol(p, l);
+	enum reel_content_coding cod = REEL_CC_IDENTITY;
+
+	if (dir == REEL_L7_REQ) {
+		size_t v = h->method_len + 1 + h->target_len + 1;
+
+		if (h->target_len >= REEL_TXN_TEXT_MAX)
+			reel_content_add(ct, REEL_CI_TARGET, 0, NULL, 0, h->target, h->target_len,
+					 dir, 0);
+		if (v + 8 <= tl)
+			reel_content_add(ct, REEL_CI_VERSION, 0, NULL, 0, p + v, 8, dir, 0);
+	} else {
+		reel_content_add(ct, REEL_CI_VERSION, 0, NULL, 0, p, 8, dir, 0);
+		reel_content_add(ct, REEL_CI_REASON, 0, NULL, 0, p + (tl > 12 ? 13 : tl),
+				 tl > 12 ? tl - 13 : 0, dir, 0);
+	}
+	for (i = l; i < hl;) {
+		const uint8_t *line = p + i, *colon, *v;
+		size_t ll = line_len(line, hl - i, hl - i), vl;
+
+		if (!ll)
+			break;
+		i += ll;
+		ll = trim_eol(line, ll);
+		if (!ll)
+			break;
+		colon = reel_l7_find(line, ll, ':');
+		if (!colon || line[0] == ' ' || line[0] == '\t') {
+			/* obsolete folding or junk: kept as a nameless field */
+			reel_content_add(ct, REEL_CI_HEADER, 0, NULL, 0, line, ll, dir, 0);
+			continue;
+		}
+		v = colon + 1;
+		vl = ll - (size_t)(v - line);
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		reel_content_add(ct, REEL_CI_HEADER, 0, line, (size_t)(colon - line), v, vl, dir,
+				 0);
+		if (colon - line == 16 && l7_span_ieq(line, 16, "content-encoding"))
+			cod = reel_content_coding_parse(v, vl);
+	}
+	c->d[dir].coding = cod;
+}
+
+static struct h1_entry *msg_entry(struct h1_conn *c, int dir)
+{
+	return dir == REEL_L7_REQ ? entry(c, c->req_seq) : cur_resp(c);
+}
+
+/* Body bytes of the message being read in `dir`. */
+static void content_body(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	if (c->content && c->d[dir].in_msg)
+		reel_content_body_data(&msg_entry(c, dir)->ct[dir], p, n);
+}
+
 /* ---- state machine ---- */
 
 static size_t consume(void *st, int dir, const uint8_t *p, size_t n);
@@ -803,8 +909,11 @@ static void to_resync(struct h1_dir *d)
 
 static void ensure_h2(struct h1_conn *c, const struct h1_entry *e)
 {
-	if (!c->h2)
+	if (!c->h2) {
 		c->h2 = reel_h2_new_upgraded(e ? &e->t : NULL, e ? e->host : NULL);
+		if (c->h2 && c->content && reel_l7_http2.want_content)
+			reel_l7_http2.want_content(c->h2, c->value_max);
+	}
 }
 
 /* Body framing after a header block. */
@@ -813,6 +922,14 @@ static void start_body(struct h1_conn *c, int dir, const struct h1_head *h, bool
 {
 	struct h1_dir *d = &c->d[dir];
 
+	if (c->content && !no_body &&
+	    (h->chunked || (h->has_cl && h->cl) || (!h->has_cl && dir == REEL_L7_RESP)))
+		reel_content_body_begin(&msg_entry(c, dir)->ct[dir], (uint32_t)dir,
+					(h->chunked ? REEL_CIF_CHUNKED : 0) |
+						(d->coding == REEL_CC_GZIP	? REEL_CIF_GZIP
+						 : d->coding == REEL_CC_DEFLATE ? REEL_CIF_DEFLATE
+										: 0),
+					d->coding);
 	if (no_body) {
 		d->state = H1_START;
 		finish_msg(c, dir, end_pos);
@@ -853,7 +970,8 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 	e->connect_req = h->method_len == 7 && !memcmp(h->method, "CONNECT", 7);
 	e->upgrade_req = h->upgrade && h->conn_upgrade;
 	e->h2c_req = e->upgrade_req && has_token(h->upgrade, h->upgrade_len, "h2c", 3);
-	(void)p;
+	if (c->content)
+		content_head(c, e, REEL_L7_REQ, p, hl, h);
 	start_body(c, REEL_L7_REQ, h, false, pos + hl);
 	if (d->state == H1_START && (e->upgrade_req || e->connect_req))
 		d->state = H1_UPGRADE_WAIT;
@@ -866,7 +984,6 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	struct h1_entry *e;
 	bool no_body;
 
-	(void)p;
 	if (!d->in_msg) {
 		/* First header block of this response (1xx come before the final one). */
 		e = resp_match(c, &seq, reel_l7_stream_ts(&d->side.s, pos), d->after_hole);
@@ -875,7 +992,7 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 			c->resp_seq = seq;
 			c->resp_orphan = false;
 		} else {
-			entry_init(&c->orphan);
+			entry_fresh(c, &c->orphan);
 			c->orphan.t.flags |= REEL_TXNF_NO_REQ;
 			c->resp_orphan = true;
 			c->orphan_ts = reel_l7_stream_ts(&d->side.s, pos);
@@ -887,6 +1004,10 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	}
 	e = cur_resp(c);
 	e->t.status = h->status;
+	if (c->content && (h->status < 100 || h->status >= 200 || h->status == 101)) {
+		reel_content_reset(&e->ct[1]); /* a final head after 1xx ones */
+		content_head(c, e, REEL_L7_RESP, p, hl, h);
+	}
 	if (h->ctype)
 		e->resp_ct_len = copy_field(e->resp_ct, sizeof(e->resp_ct), h->ctype, h->ctype_len);
 	if (h->status == 101) {
@@ -915,6 +1036,27 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	}
 	no_body = (!c->resp_orphan && e->head_req) || h->status == 204 || h->status == 304;
 	start_body(c, REEL_L7_RESP, h, no_body, pos + hl);
+}
+
+/* A trailer field line (line end trimmed). */
+static void content_trailer(struct h1_conn *c, int dir, const uint8_t *p, size_t l)
+{
+	struct reel_content *ct = &msg_entry(c, dir)->ct[dir];
+	const uint8_t *colon = reel_l7_find(p, l, ':'), *v;
+	size_t vl;
+
+	if (!colon) {
+		reel_content_add(ct, REEL_CI_HEADER, REEL_CIF_TRAILER, NULL, 0, p, l, dir, 0);
+		return;
+	}
+	v = colon + 1;
+	vl = l - (size_t)(v - p);
+	while (vl && (*v == ' ' || *v == '\t'))
+		v++, vl--;
+	while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+		vl--;
+	reel_content_add(ct, REEL_CI_HEADER, REEL_CIF_TRAILER, p, (size_t)(colon - p), v, vl, dir,
+			 0);
 }
 
 static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
@@ -1057,6 +1199,8 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 	case H1_CHUNK_DATA:
 		k = n < d->remain ? n : (size_t)d->remain;
 		d->remain -= k;
+		if (c->content)
+			content_body(c, dir, p, k);
 		if (!d->remain) {
 			if (d->state == H1_CHUNK_DATA) {
 				d->state = H1_CHUNK_CRLF;
@@ -1111,9 +1255,14 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		if (trim_eol(p, l) == 0) {
 			d->state = H1_START;
 			finish_msg(c, dir, d->side.s.pos + l);
+		} else if (c->content && d->in_msg) {
+			content_trailer(c, dir, p, trim_eol(p, l));
 		}
 		return l;
 	case H1_BODY_EOF:
+		if (c->content)
+			content_body(c, dir, p, n);
+		return n;
 	case H1_PASS:
 		return n;
 	case H1_RESYNC:
@@ -1163,7 +1312,29 @@ static void h1_free(void *st)
 
 	if (c && c->h2)
 		reel_l7_http2.free_state(c->h2);
+	for (int i = 0; c && c->content && i <= H1_QUEUE; i++) {
+		struct h1_entry *e = i < H1_QUEUE ? &c->q[i] : &c->orphan;
+
+		reel_content_free(&e->ct[0]);
+		reel_content_free(&e->ct[1]);
+	}
 	reel_l7_conn_free(c);
+}
+
+static void h1_want_content(void *st, uint64_t value_max)
+{
+	struct h1_conn *c = st;
+
+	c->content = true;
+	c->value_max = value_max;
+	for (int i = 0; i <= H1_QUEUE; i++) {
+		struct h1_entry *e = i < H1_QUEUE ? &c->q[i] : &c->orphan;
+
+		reel_content_init(&e->ct[0], value_max);
+		reel_content_init(&e->ct[1], value_max);
+	}
+	if (c->h2 && reel_l7_http2.want_content)
+		reel_l7_http2.want_content(c->h2, value_max);
 }
 
 /* Salvages the request line of a header block cut by a hole or the end. */
@@ -1244,6 +1415,8 @@ static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		if (d->state == H1_BODY_EOF ||
 		    ((d->state == H1_BODY_CL || d->state == H1_CHUNK_DATA) && d->remain >= len)) {
 			/* The hole is inside a body of known size: still in sync. */
+			if (c->content)
+				reel_content_body_hole(&e->ct[dir], len);
 			if (d->state != H1_BODY_EOF)
 				d->remain -= len;
 			if (d->state == H1_BODY_CL && !d->remain) {
@@ -1255,6 +1428,8 @@ static void h1_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 			reel_l7_stream_hole(&d->side.s, ts, pos, len);
 			return;
 		}
+		if (c->content) /* the body, if any, ends where the bytes stop */
+			reel_content_body_end(&e->ct[dir], true);
 		finish_msg(c, dir, pos + len);
 	} else if (d->state != H1_RESYNC) {
 		/* Between messages or inside a header block: a message was hit. */
@@ -1364,4 +1539,5 @@ const struct reel_l7_parser reel_l7_http1 = {
 	.tshark = "http",
 	.tshark_ports = tshark_ports,
 	.is_error = http_error,
+	.want_content = h1_want_content,
 };

@@ -4,7 +4,10 @@
  * frames, SETTINGS, HEADERS/CONTINUATION/PUSH_PROMISE decoded with one
  * libnghttp2 HPACK inflater per direction, DATA counted and skipped,
  * RST_STREAM, GOAWAY. One transaction per stream; gRPC fields from the
- * content-type and the trailers.
+ * content-type and the trailers. With want_content, each stream keeps its
+ * header lists in order (trailers flagged), its DATA payloads (padding
+ * removed, inflated per content-encoding), or for gRPC its length-prefixed
+ * messages, one content per direction joined at emit.
  *
  * After a hole the HPACK dynamic table of that direction is unknown: the
  * parser starts a fresh inflater at the next plausible frame, flags every
@@ -67,6 +70,15 @@ struct h2_stream {
 	char ctype[64];
 	char grpc_msg[96];
 	char rst[32];
+	/* want_content: per direction */
+	struct reel_content ct[2];
+	uint8_t blocks[2]; /* header blocks seen */
+	bool trailer[2];   /* the block being decoded is a trailer */
+	bool data_seen[2]; /* a DATA frame came: a later block is a trailer */
+	uint8_t coding[2]; /* enum reel_content_coding from content-encoding */
+	uint8_t gh[2][5];  /* gRPC: message prefix being read */
+	uint8_t ghn[2];	   /* ... bytes of it */
+	uint32_t gneed[2]; /* ... message bytes still to come */
 };
 
 struct h2_dir {
@@ -87,6 +99,9 @@ struct h2_dir {
 	uint32_t max_frame; /* largest frame this direction may send */
 	uint32_t max_sid;   /* highest stream id seen in this direction */
 	uint32_t hole_flag;
+	/* the DATA payload being skipped (content) */
+	uint32_t data_len, data_off, data_pad;
+	bool data_padded;
 };
 
 struct h2_conn {
@@ -94,6 +109,8 @@ struct h2_conn {
 	struct h2_dir d[2];
 	struct h2_stream st[H2_STREAMS];
 	uint64_t seq;
+	bool content;
+	uint64_t value_max;
 };
 
 /* ---- streams and transactions ---- */
@@ -106,10 +123,36 @@ static struct h2_stream *find_stream(struct h2_conn *c, uint32_t id)
 	return NULL;
 }
 
+/* "/pkg.Service/Method": the service and method items of a gRPC call. */
+static void content_grpc_names(struct reel_content *ct, const char *path)
+{
+	const char *slash = path[0] == '/' ? strchr(path + 1, '/') : NULL;
+
+	if (!slash)
+		return;
+	reel_content_add(ct, REEL_CI_GRPC_SVC, 0, NULL, 0, path + 1, (size_t)(slash - path - 1),
+			 REEL_L7_REQ, 0);
+	reel_content_add(ct, REEL_CI_GRPC_RPC, 0, NULL, 0, slash + 1, strlen(slash + 1),
+			 REEL_L7_REQ, 0);
+}
+
 static void emit_stream(struct h2_conn *c, struct h2_stream *s)
 {
 	struct reel_txn *t = &s->t;
 
+	if (c->content) {
+		struct reel_content_view resp;
+
+		for (int dir = 0; dir < 2; dir++)
+			if (reel_content_value_open(&s->ct[dir]))
+				reel_content_body_end(&s->ct[dir], true);
+		resp = reel_content_view(&s->ct[1]);
+		reel_content_add(&s->ct[0], REEL_CI_VERSION, 0, NULL, 0, "HTTP/2", 6, 0, 0);
+		if (t->flags & REEL_TXNF_GRPC)
+			content_grpc_names(&s->ct[0], t->target);
+		reel_content_append(&s->ct[0], &resp);
+		t->content = reel_content_view(&s->ct[0]);
+	}
 	if (t->grpc_status > 0)
 		t->flags |= REEL_TXNF_ERROR;
 	if (s->authority[0])
@@ -125,6 +168,7 @@ static void emit_stream(struct h2_conn *c, struct h2_stream *s)
 		reel_l7_appendf(t->detail, sizeof(t->detail), "%sgrpc-message=%s",
 				t->detail[0] ? " " : "", s->grpc_msg);
 	reel_l7_emit_txn(&c->l7, t);
+	memset(&t->content, 0, sizeof(t->content));
 	s->used = false;
 }
 
@@ -161,7 +205,17 @@ static struct h2_stream *new_stream(struct h2_conn *c, uint32_t id)
 		close_stream(c, oldest);
 		s = oldest;
 	}
-	memset(s, 0, sizeof(*s));
+	{
+		struct reel_content keep[2] = {s->ct[0], s->ct[1]};
+
+		memset(s, 0, sizeof(*s));
+		s->ct[0] = keep[0];
+		s->ct[1] = keep[1];
+		if (c->content) {
+			reel_content_reset(&s->ct[0]);
+			reel_content_reset(&s->ct[1]);
+		}
+	}
 	s->used = true;
 	s->id = id;
 	s->seq = c->seq++;
@@ -181,10 +235,20 @@ static bool name_is(const nghttp2_nv *nv, const char *s)
 	return nv->namelen == strlen(s) && !memcmp(nv->name, s, nv->namelen);
 }
 
-static void on_header(struct h2_stream *s, bool req, const nghttp2_nv *nv)
+static void on_header(struct h2_stream *s, bool req, const nghttp2_nv *nv, bool content)
 {
 	struct reel_txn *t = &s->t;
 
+	if (content) {
+		int dir = req ? REEL_L7_REQ : REEL_L7_RESP;
+
+		reel_content_add(&s->ct[dir], REEL_CI_HEADER,
+				 s->trailer[dir] ? REEL_CIF_TRAILER : 0, nv->name, nv->namelen,
+				 nv->value, nv->valuelen, (uint32_t)dir, 0);
+		if (nv->namelen == 16 && !memcmp(nv->name, "content-encoding", 16))
+			s->coding[dir] =
+				(uint8_t)reel_content_coding_parse(nv->value, nv->valuelen);
+	}
 	if (req) {
 		if (name_is(nv, ":method")) {
 			if (!(t->flags & REEL_TXNF_GRPC))
@@ -256,8 +320,8 @@ static void mark_desync(struct h2_stream *s, const struct h2_dir *d)
 }
 
 /* Feeds a header block fragment; `s` may be NULL (headers are then dropped). */
-static void decode_block(struct h2_dir *d, struct h2_stream *s, bool req, const uint8_t *in,
-			 size_t inlen, bool final)
+static void decode_block(struct h2_conn *c, struct h2_dir *d, struct h2_stream *s, bool req,
+			 const uint8_t *in, size_t inlen, bool final)
 {
 	if (d->block_bad)
 		return;
@@ -283,7 +347,7 @@ static void decode_block(struct h2_dir *d, struct h2_stream *s, bool req, const 
 		in += rv;
 		inlen -= (size_t)rv;
 		if ((fl & NGHTTP2_HD_INFLATE_EMIT) && s)
-			on_header(s, req, &nv);
+			on_header(s, req, &nv, c->content);
 		if (fl & NGHTTP2_HD_INFLATE_FINAL) {
 			nghttp2_hd_inflate_end_headers(d->hd);
 			return;
@@ -305,6 +369,9 @@ static void side_end(struct h2_conn *c, struct h2_stream *s, int dir, uint64_t e
 	struct h2_dir *d = &c->d[dir];
 	uint64_t ts = reel_l7_stream_ts(&d->side.s, end_pos ? end_pos - 1 : 0);
 
+	if (c->content && reel_content_value_open(&s->ct[dir]))
+		/* a gRPC message still missing bytes was cut short */
+		reel_content_body_end(&s->ct[dir], s->gneed[dir] > 0);
 	if (dir == REEL_L7_REQ) {
 		s->req_end = true;
 		s->t.req_end_ts = ts;
@@ -431,7 +498,17 @@ static void header_frame(struct h2_conn *c, int dir, const uint8_t *p, uint32_t 
 		else
 			s->resp_seen = true;
 	}
-	decode_block(d, s, d->block_push ? true : req, frag, fl, flags & FL_END_HEADERS);
+	if (s && c->content && type != F_CONTINUATION) {
+		int bd = d->block_push || req ? REEL_L7_REQ : REEL_L7_RESP;
+
+		/* after DATA, or a second request block, or one after the final
+		 * status: trailers */
+		s->trailer[bd] = s->data_seen[bd] ||
+				 (s->blocks[bd] && (bd == REEL_L7_REQ || s->final_status));
+		if (s->blocks[bd] < 255)
+			s->blocks[bd]++;
+	}
+	decode_block(c, d, s, d->block_push ? true : req, frag, fl, flags & FL_END_HEADERS);
 	if (flags & FL_END_HEADERS)
 		end_block(c, dir, end);
 	return;
@@ -621,12 +698,19 @@ static size_t do_frame(struct h2_conn *c, int dir, const uint8_t *p, size_t n)
 		mark_desync(s, d);
 	}
 	d->skip_sid = 0;
+	d->data_len = 0;
 	if (type == F_DATA && sid) {
 		struct h2_stream *s = find_stream(c, sid);
 
 		if (s) {
 			account(c, s, dir, d->side.s.pos, H2_HDR + (uint64_t)len);
 			d->skip_sid = sid;
+			d->data_len = len;
+			d->data_off = 0;
+			d->data_pad = 0;
+			d->data_padded = flags & FL_PADDED;
+			if (c->content)
+				s->data_seen[dir] = true;
 		}
 	}
 	d->skip_flags = flags;
@@ -700,6 +784,82 @@ static int check_frame(const struct h2_dir *d, const uint8_t *p, size_t n, int d
 	return YES;
 }
 
+/* ---- content of DATA payloads (want_content) ---- */
+
+/* gRPC: the payload is a run of messages, each a 5-byte prefix (compressed
+ * flag, big-endian length) and its bytes. */
+static void grpc_bytes(struct h2_stream *s, int dir, const uint8_t *p, size_t n)
+{
+	struct reel_content *ct = &s->ct[dir];
+
+	while (n) {
+		if (s->gneed[dir]) {
+			size_t k = n < s->gneed[dir] ? n : s->gneed[dir];
+
+			reel_content_body_data(ct, p, k);
+			s->gneed[dir] -= (uint32_t)k;
+			p += k, n -= k;
+			if (!s->gneed[dir])
+				reel_content_body_end(ct, false);
+			continue;
+		}
+		s->gh[dir][s->ghn[dir]++] = *p++;
+		n--;
+		if (s->ghn[dir] < 5)
+			continue;
+		s->ghn[dir] = 0;
+		s->gneed[dir] = rd32(s->gh[dir] + 1);
+		reel_content_value_begin(ct, REEL_CI_GRPC_MSG, (uint32_t)dir,
+					 s->gh[dir][0] & 1 ? REEL_CIF_COMPRESSED : 0,
+					 REEL_CC_IDENTITY);
+		if (!s->gneed[dir])
+			reel_content_body_end(ct, false);
+	}
+}
+
+/* Payload bytes p[0, n) of the DATA frame being skipped in `dir`: the
+ * padding is left out, the rest goes to the stream's body. */
+static void content_data(struct h2_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	struct h2_dir *d = &c->d[dir];
+	struct h2_stream *s = find_stream(c, d->skip_sid);
+	size_t lo = 0, hi = n;
+	uint32_t off = d->data_off;
+
+	d->data_off += (uint32_t)n;
+	if (!s)
+		return;
+	if (d->data_padded) {
+		if (off == 0 && n) {
+			d->data_pad = p[0];
+			lo = 1;
+		}
+		/* payload [1, len - pad) is data */
+		if (d->data_pad + 1 > d->data_len)
+			return; /* bad padding: nothing is data */
+		if (off + hi > d->data_len - d->data_pad)
+			hi = off > d->data_len - d->data_pad ? 0 : d->data_len - d->data_pad - off;
+		if (hi < lo)
+			return;
+	}
+	if (hi == lo)
+		return;
+	if (s->t.flags & REEL_TXNF_GRPC) {
+		grpc_bytes(s, dir, p + lo, hi - lo);
+		return;
+	}
+	if (!reel_content_value_open(&s->ct[dir])) {
+		enum reel_content_coding cod = (enum reel_content_coding)s->coding[dir];
+
+		reel_content_body_begin(&s->ct[dir], (uint32_t)dir,
+					cod == REEL_CC_GZIP	 ? REEL_CIF_GZIP
+					: cod == REEL_CC_DEFLATE ? REEL_CIF_DEFLATE
+								 : 0,
+					cod);
+	}
+	reel_content_body_data(&s->ct[dir], p + lo, hi - lo);
+}
+
 static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 {
 	struct h2_conn *c = st;
@@ -723,6 +883,8 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		return do_frame(c, dir, p, n);
 	case H2_SKIP:
 		k = n < d->remain ? n : (size_t)d->remain;
+		if (c->content && d->data_len)
+			content_data(c, dir, p, k);
 		d->remain -= k;
 		if (!d->remain)
 			finish_skip(c, dir, d->side.s.pos + k);
@@ -806,7 +968,23 @@ static void h2_free(void *st)
 	for (int i = 0; i < 2; i++)
 		if (c->d[i].hd)
 			nghttp2_hd_inflate_del(c->d[i].hd);
+	for (int i = 0; c->content && i < H2_STREAMS; i++) {
+		reel_content_free(&c->st[i].ct[0]);
+		reel_content_free(&c->st[i].ct[1]);
+	}
 	reel_l7_conn_free(c);
+}
+
+static void h2_want_content(void *st, uint64_t value_max)
+{
+	struct h2_conn *c = st;
+
+	c->content = true;
+	c->value_max = value_max;
+	for (int i = 0; i < H2_STREAMS; i++) {
+		reel_content_init(&c->st[i].ct[0], value_max);
+		reel_content_init(&c->st[i].ct[1], value_max);
+	}
 }
 
 static void h2_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
@@ -824,6 +1002,12 @@ static void h2_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 
 		if (s)
 			s->t.flags |= d->hole_flag;
+		if (s && c->content && d->data_len) {
+			/* payload bytes lost: the body (or the gRPC message) has a gap */
+			if (reel_content_value_open(&s->ct[dir]))
+				reel_content_body_hole(&s->ct[dir], len);
+			d->data_off += (uint32_t)len;
+		}
 		d->remain -= len;
 		reel_l7_stream_hole(&d->side.s, ts, pos, len);
 		if (!d->remain)
@@ -832,8 +1016,13 @@ static void h2_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 	}
 	/* Every open stream may have lost frames in the hole. */
 	for (int i = 0; i < H2_STREAMS; i++)
-		if (c->st[i].used)
+		if (c->st[i].used) {
 			c->st[i].t.flags |= d->hole_flag;
+			if (c->content && reel_content_value_open(&c->st[i].ct[dir]))
+				reel_content_body_end(&c->st[i].ct[dir], true);
+			c->st[i].gneed[dir] = 0;
+			c->st[i].ghn[dir] = 0;
+		}
 	d->desync = true;
 	d->in_block = false;
 	d->block_bad = false;
@@ -899,4 +1088,5 @@ const struct reel_l7_parser reel_l7_http2 = {
 	.port = 80,
 	.tshark = "http2",
 	.is_error = http_error,
+	.want_content = h2_want_content,
 };

@@ -4,7 +4,8 @@
  * strings (or inline lines); replies are any RESP value, aggregates nested up
  * to REDIS_DEPTH. Bulk payloads are streamed through, only the first bytes of
  * the command name and first argument are kept. Pipelined commands wait in a
- * FIFO for their replies.
+ * FIFO for their replies. With want_content, every argument and the whole
+ * reply (type, nesting, value) are kept too, bulk strings cut at the cap.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,37 @@ struct redis_conn {
 	uint64_t head, tail;
 	bool after_hole; /* a hole in the replies since the last one */
 	bool pipelined;	 /* a command was sent before the previous reply ended */
+	/* want_content: the message being read per direction, and the
+	 * arguments of each queued command */
+	bool content;
+	struct reel_content mct[2];
+	struct reel_content qct[REDIS_QUEUE];
 };
+
+static void emit(struct redis_conn *c, const struct reel_txn *t)
+{
+	reel_l7_emit_txn(&c->l7, t);
+}
+
+/* A queued command with its content, if kept. */
+static void emit_queued(struct redis_conn *c, struct reel_txn *t, struct reel_content *ct)
+{
+	if (c->content)
+		t->content = reel_content_view(ct);
+	emit(c, t);
+	memset(&t->content, 0, sizeof(t->content));
+}
+
+/* Adds a reply item (type, nesting depth) to the reply being read. */
+static void content_reply(struct redis_conn *c, int dir, uint8_t type, const uint8_t *v, size_t vl,
+			  uint64_t count)
+{
+	struct redis_dir *d = &c->d[dir];
+
+	if (c->content && dir == REEL_L7_RESP)
+		reel_content_add(&c->mct[dir], REEL_CI_REDIS_REPLY, 0, NULL, 0, v, vl,
+				 (uint32_t)type | (uint32_t)d->depth << 8, count);
+}
 
 static void upcase(char *s)
 {
@@ -85,9 +116,20 @@ static void push_request(struct redis_conn *c, struct redis_dir *d, uint64_t end
 	struct reel_txn *t;
 
 	if (c->tail - c->head == REDIS_QUEUE) {
-		t = &c->q[c->head++ % REDIS_QUEUE];
+		uint64_t k = c->head++ % REDIS_QUEUE;
+
+		t = &c->q[k];
 		t->flags |= REEL_TXNF_NO_RESP;
-		reel_l7_emit_txn(&c->l7, t);
+		emit_queued(c, t, &c->qct[k]);
+	}
+	if (c->content) {
+		/* the command's arguments go with it: swap in the slot's buffer */
+		struct reel_content *slot = &c->qct[c->tail % REDIS_QUEUE], tmp = *slot;
+
+		reel_content_view(&c->mct[REEL_L7_REQ]); /* ends an open argument */
+		*slot = c->mct[REEL_L7_REQ];
+		c->mct[REEL_L7_REQ] = tmp;
+		reel_content_reset(&c->mct[REEL_L7_REQ]);
 	}
 	t = &c->q[c->tail++ % REDIS_QUEUE];
 	reel_l7_txn_init(t, REEL_PROTO_REDIS);
@@ -123,10 +165,11 @@ static struct reel_txn *match_after_hole(struct redis_conn *c, uint64_t ts)
 	if (best == c->tail)
 		return NULL;
 	while (c->head < best) {
-		struct reel_txn *t = &c->q[c->head++ % REDIS_QUEUE];
+		uint64_t k = c->head++ % REDIS_QUEUE;
+		struct reel_txn *t = &c->q[k];
 
 		t->flags |= REEL_TXNF_NO_RESP | REEL_TXNF_HOLE_RESP;
-		reel_l7_emit_txn(&c->l7, t);
+		emit_queued(c, t, &c->qct[k]);
 	}
 	return &c->q[c->head++ % REDIS_QUEUE];
 }
@@ -135,6 +178,7 @@ static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end
 			 uint64_t end_ts)
 {
 	struct reel_txn orphan, *t;
+	struct reel_content *ct = NULL;
 
 	/* RESP3 pushes are out of band: they answer no command. */
 	if (d->top != '>' && c->after_hole && !c->pipelined)
@@ -143,10 +187,23 @@ static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end
 		t = &c->q[c->head++ % REDIS_QUEUE];
 	else
 		t = NULL;
+	if (t)
+		ct = &c->qct[t - c->q];
 	if (!t) {
 		t = &orphan;
 		reel_l7_txn_init(t, REEL_PROTO_REDIS);
 		t->flags |= REEL_TXNF_NO_REQ;
+	}
+	if (c->content) {
+		struct reel_content_view reply = reel_content_view(&c->mct[REEL_L7_RESP]);
+
+		if (!ct) { /* no command: the reply alone */
+			ct = &c->mct[REEL_L7_RESP];
+		} else {
+			reel_content_append(ct, &reply);
+			reel_content_reset(&c->mct[REEL_L7_RESP]);
+		}
+		t->content = reel_content_view(ct);
 	}
 	t->flags |= d->flags;
 	t->resp_ts = d->msg_ts;
@@ -158,13 +215,18 @@ static void finish_reply(struct redis_conn *c, struct redis_dir *d, uint64_t end
 	if (t != &orphan && c->head < c->tail && c->q[c->head % REDIS_QUEUE].req_ts < end_ts)
 		c->pipelined = true;
 	reel_l7_copy_text(t->detail, sizeof(t->detail), d->summary, strlen(d->summary));
-	reel_l7_emit_txn(&c->l7, t);
+	emit(c, t);
+	memset(&t->content, 0, sizeof(t->content));
+	if (c->content && ct == &c->mct[REEL_L7_RESP])
+		reel_content_reset(ct);
 }
 
 static void msg_done(struct redis_conn *c, int dir, uint64_t end_pos)
 {
 	struct redis_dir *d = &c->d[dir];
 
+	if (c->content && reel_content_value_open(&c->mct[dir]))
+		reel_content_body_end(&c->mct[dir], true); /* cut short */
 	d->in_msg = false;
 	d->state = R_LINE;
 	if (dir == REEL_L7_REQ)
@@ -323,6 +385,18 @@ static void inline_command(struct redis_conn *c, int dir, const uint8_t *p, size
 			i++;
 		reel_l7_copy_text(d->cap[slot], sizeof(d->cap[slot]), p + s, i - s);
 	}
+	for (i = 0; c->content && i < body;) {
+		size_t s;
+
+		while (i < body && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		s = i;
+		while (i < body && p[i] != ' ' && p[i] != '\t')
+			i++;
+		if (i > s)
+			reel_content_add(&c->mct[dir], REEL_CI_REDIS_ARG, 0, NULL, 0, p + s, i - s,
+					 0, 0);
+	}
 	msg_done(c, dir, end_pos);
 }
 
@@ -349,6 +423,8 @@ static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
 			return 1;
 		}
 		begin_msg(d);
+		if (c->content)
+			reel_content_reset(&c->mct[dir]);
 		d->top = (char)type;
 		if (dir == REEL_L7_REQ && type != '*') {
 			inline_command(c, dir, p, body, end);
@@ -367,6 +443,7 @@ static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
 	case '_':
 		if (d->depth == 0)
 			summarise(d, type, p + 1, body - 1, 0);
+		content_reply(c, dir, type, p + 1, type == '_' ? 0 : body - 1, 0);
 		value_done(c, dir, end);
 		return l;
 	}
@@ -377,9 +454,17 @@ static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
 		summarise(d, type, NULL, 0, v);
 	if (type == '$' || type == '=' || type == '!') {
 		if (v < 0) {
+			content_reply(c, dir, '_', NULL, 0, 0);
 			value_done(c, dir, end);
 			return l;
 		}
+		if (c->content && dir == REEL_L7_RESP)
+			reel_content_value_begin(&c->mct[dir], REEL_CI_REDIS_REPLY,
+						 (uint32_t)type | (uint32_t)d->depth << 8, 0,
+						 REEL_CC_IDENTITY);
+		else if (c->content && d->depth == 1)
+			reel_content_value_begin(&c->mct[dir], REEL_CI_REDIS_ARG, 0, 0,
+						 REEL_CC_IDENTITY);
 		d->cap_slot = -1;
 		if (dir == REEL_L7_REQ && d->depth == 1) {
 			uint64_t idx = d->stk[0].total - d->stk[0].remain;
@@ -396,6 +481,7 @@ static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
 		return l;
 	}
 	/* Aggregates. */
+	content_reply(c, dir, v < 0 ? '_' : type, NULL, 0, v < 0 ? 0 : (uint64_t)v);
 	if (v <= 0) {
 		value_done(c, dir, end);
 		return l;
@@ -451,6 +537,8 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		k = n < d->remain ? n : (size_t)d->remain;
 		if (d->cap_slot >= 0)
 			reel_l7_append_text(d->cap[d->cap_slot], sizeof(d->cap[d->cap_slot]), p, k);
+		if (c->content)
+			reel_content_body_data(&c->mct[dir], p, k);
 		d->remain -= k;
 		if (!d->remain)
 			d->state = R_CRLF;
@@ -465,6 +553,8 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 			reel_l7_copy_text(d->summary, sizeof(d->summary), d->cap[1],
 					  strlen(d->cap[1]));
 		}
+		if (c->content && reel_content_value_open(&c->mct[dir]))
+			reel_content_body_end(&c->mct[dir], false);
 		d->state = R_LINE;
 		value_done(c, dir, d->side.s.pos + 2);
 		return 2;
@@ -503,6 +593,30 @@ static void *redis_new(bool datagram)
 	return c;
 }
 
+static void redis_free(void *st)
+{
+	struct redis_conn *c = st;
+
+	for (int i = 0; c && c->content && i < REDIS_QUEUE; i++)
+		reel_content_free(&c->qct[i]);
+	if (c && c->content) {
+		reel_content_free(&c->mct[0]);
+		reel_content_free(&c->mct[1]);
+	}
+	reel_l7_conn_free(c);
+}
+
+static void redis_want_content(void *st, uint64_t value_max)
+{
+	struct redis_conn *c = st;
+
+	c->content = true;
+	reel_content_init(&c->mct[0], value_max);
+	reel_content_init(&c->mct[1], value_max);
+	for (int i = 0; i < REDIS_QUEUE; i++)
+		reel_content_init(&c->qct[i], value_max);
+}
+
 static void redis_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		       const struct reel_l7_emit *emit_cb)
 {
@@ -516,6 +630,8 @@ static void redis_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos
 	if (d->state == R_BULK && d->remain >= len) {
 		/* Inside a bulk payload: the framing survives. */
 		d->flags |= flag;
+		if (c->content && reel_content_value_open(&c->mct[dir]))
+			reel_content_body_hole(&c->mct[dir], len);
 		d->remain -= len;
 		if (!d->remain)
 			d->state = R_CRLF;
@@ -553,11 +669,12 @@ static void redis_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_c
 		}
 	}
 	while (c->head < c->tail) {
-		struct reel_txn *t = &c->q[c->head++ % REDIS_QUEUE];
+		uint64_t k = c->head++ % REDIS_QUEUE;
+		struct reel_txn *t = &c->q[k];
 
 		t->flags |= REEL_TXNF_NO_RESP |
 			    (c->after_hole && !c->pipelined ? REEL_TXNF_HOLE_RESP : 0);
-		reel_l7_emit_txn(&c->l7, t);
+		emit_queued(c, t, &c->qct[k]);
 	}
 }
 
@@ -592,7 +709,7 @@ const struct reel_l7_parser reel_l7_redis = {
 	.name = "redis",
 	.detect = redis_detect,
 	.new_state = redis_new,
-	.free_state = reel_l7_conn_free,
+	.free_state = redis_free,
 	.data = reel_l7_conn_data,
 	.hole = redis_hole,
 	.close = redis_close,
@@ -600,4 +717,5 @@ const struct reel_l7_parser reel_l7_redis = {
 	.port = 6379,
 	.tshark = "resp",
 	.tshark_ports = tshark_ports,
+	.want_content = redis_want_content,
 };
