@@ -150,6 +150,15 @@ int reel_content_add(struct reel_content *c, enum reel_ci_kind kind, uint16_t fl
 	return add_item(c, kind, flags, name, nlen, value, vlen, vlen, a, b);
 }
 
+int reel_content_add_part(struct reel_content *c, enum reel_ci_kind kind, uint16_t flags,
+			  const void *name, size_t nlen, const void *value, size_t vlen,
+			  uint64_t size, uint32_t a, uint64_t b)
+{
+	if (size > vlen)
+		flags |= REEL_CIF_CUT;
+	return add_item(c, kind, flags, name, nlen, value, vlen, size > vlen ? size : vlen, a, b);
+}
+
 int reel_content_body_begin(struct reel_content *c, uint32_t dir, uint16_t flags,
 			    enum reel_content_coding coding)
 {

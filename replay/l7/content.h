@@ -141,6 +141,12 @@ int reel_content_add(struct reel_content *c, enum reel_ci_kind kind, uint16_t fl
 		     const void *name, size_t nlen, const void *value, size_t vlen, uint32_t a,
 		     uint64_t b);
 
+/* The same for a value of which only value[0, vlen) is at hand out of
+ * `size` bytes (flagged REEL_CIF_CUT when size > vlen). */
+int reel_content_add_part(struct reel_content *c, enum reel_ci_kind kind, uint16_t flags,
+			  const void *name, size_t nlen, const void *value, size_t vlen,
+			  uint64_t size, uint32_t a, uint64_t b);
+
 /*
  * A body, streamed: begin (flags such as REEL_CIF_CHUNKED; `coding` the
  * Content-Encoding to inflate), then data as it arrives, hole for each gap

@@ -21,6 +21,7 @@
 #define PG_SSL_REQ     80877103u
 #define PG_GSS_REQ     80877104u
 #define PG_CANCEL_REQ  80877102u
+#define PG_ROWS_KEEP   16 /* DataRows kept per transaction with the content */
 
 enum { NO = 0, YES = 1, MORE = 2 };
 
@@ -37,6 +38,8 @@ struct pg_pending {
 	struct reel_txn t;
 	bool resp_seen;
 	bool error;
+	bool columns_seen; /* content: a RowDescription was kept */
+	uint64_t rows;	   /* content: DataRows seen */
 	char tag[64];
 	char err[192];
 	char info[96];
@@ -65,6 +68,11 @@ struct pg_conn {
 	bool pipelined;	  /* a request was sent before the previous response ended */
 	bool after_hole;  /* a hole of unknown content in the responses since the last one */
 	uint64_t hole_at; /* where it began */
+	/* want_content: per queue slot (and the orphan), and the full length
+	 * of the message being handed to msg() (its kept head may be shorter) */
+	bool content;
+	struct reel_content qct[PG_QUEUE + 1];
+	uint64_t blen;
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -72,10 +80,28 @@ static uint32_t rd32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* The content of a queued entry (or of the orphan). */
+static struct reel_content *ct_of(struct pg_conn *c, struct pg_pending *e)
+{
+	uintptr_t q = (uintptr_t)c->q, x = (uintptr_t)e;
+
+	if (e == &c->orphan)
+		return &c->qct[PG_QUEUE];
+	if (x >= q && x < q + sizeof(c->q))
+		return &c->qct[(x - q) / sizeof(c->q[0])];
+	return NULL; /* a one-off (a cancel request): no content */
+}
 static void emit(struct pg_conn *c, struct pg_pending *e)
 {
 	struct reel_txn *t = &e->t;
 
+	if (c->content && ct_of(c, e)) {
+		struct reel_content *ct = ct_of(c, e);
+
+		if (e->rows)
+			reel_content_add(ct, REEL_CI_SQL_ROWS, 0, NULL, 0, NULL, 0, 0, e->rows);
+		t->content = reel_content_view(ct);
+	}
 	if (e->error) {
 		t->flags |= REEL_TXNF_ERROR;
 		t->status = 1;
@@ -89,6 +115,7 @@ static void emit(struct pg_conn *c, struct pg_pending *e)
 		reel_l7_appendf(t->detail, sizeof(t->detail), "%s%s", t->detail[0] ? " " : "",
 				e->info);
 	reel_l7_emit_txn(&c->l7, t);
+	memset(&t->content, 0, sizeof(t->content));
 }
 
 /* ---- request side ---- */
@@ -104,6 +131,8 @@ static struct pg_pending *push(struct pg_conn *c, const struct pg_pending *e)
 	}
 	slot = &c->q[c->tail++ % PG_QUEUE];
 	*slot = *e;
+	if (c->content)
+		reel_content_reset(ct_of(c, slot));
 	return slot;
 }
 
@@ -249,6 +278,138 @@ static void end_build(struct pg_conn *c, struct pg_pending *b, uint64_t end_pos)
 	c->building = false;
 }
 
+/* ---- content (want_content) ---- */
+
+/* A C string at p of which avail bytes were kept out of body_left: cut
+ * when the kept head ends inside it. */
+static void content_str(struct reel_content *ct, enum reel_ci_kind k, const uint8_t *p,
+			size_t avail, uint64_t body_left)
+{
+	size_t l = cstr(p, avail);
+
+	if (l == avail && body_left > avail) /* no NUL in what was kept */
+		reel_content_add_part(ct, k, 0, NULL, 0, p, l, body_left - 1, 0, 0);
+	else
+		reel_content_add(ct, k, 0, NULL, 0, p, l, 0, 0);
+}
+
+/* Bind: portal, statement, parameter formats, parameters, result formats. */
+static void content_bind(struct reel_content *ct, const uint8_t *p, size_t n)
+{
+	size_t i = 0, l;
+	uint16_t nf, np;
+	const uint8_t *fmts;
+
+	l = cstr(p, n); /* portal */
+	i = l + 1;
+	if (i >= n)
+		return;
+	l = cstr(p + i, n - i); /* statement */
+	if (l)
+		reel_content_add(ct, REEL_CI_SQL_STMT, 0, NULL, 0, p + i, l, 0, 0);
+	i += l + 1;
+	if (i + 2 > n)
+		return;
+	nf = (uint16_t)(p[i] << 8 | p[i + 1]);
+	fmts = p + i + 2;
+	i += 2 + 2 * (size_t)nf;
+	if (i + 2 > n)
+		return;
+	np = (uint16_t)(p[i] << 8 | p[i + 1]);
+	i += 2;
+	for (uint16_t k = 0; k < np; k++) {
+		int32_t vl;
+		/* one format for all, or one per parameter */
+		bool bin = nf == 1 ? fmts[1] == 1 : (k < nf && fmts[2 * k + 1] == 1);
+
+		if (i + 4 > n)
+			return;
+		vl = (int32_t)rd32(p + i);
+		i += 4;
+		if (vl < 0) {
+			reel_content_add(ct, REEL_CI_SQL_PARAM, REEL_CIF_NULL, NULL, 0, NULL, 0, 0,
+					 0);
+			continue;
+		}
+		if ((size_t)vl > n - i) { /* beyond the kept head */
+			reel_content_add_part(ct, REEL_CI_SQL_PARAM, bin ? REEL_CIF_BINARY : 0,
+					      NULL, 0, p + i, n - i, (uint64_t)vl, 0, 0);
+			return;
+		}
+		reel_content_add(ct, REEL_CI_SQL_PARAM, bin ? REEL_CIF_BINARY : 0, NULL, 0, p + i,
+				 (size_t)vl, 0, 0);
+		i += (size_t)vl;
+	}
+}
+
+/* RowDescription: the column names. */
+static void content_columns(struct reel_content *ct, const uint8_t *p, size_t n)
+{
+	size_t i = 2;
+	uint16_t nc;
+
+	if (n < 2)
+		return;
+	nc = (uint16_t)(p[0] << 8 | p[1]);
+	for (uint16_t k = 0; k < nc && i < n; k++) {
+		size_t l = cstr(p + i, n - i);
+
+		reel_content_add(ct, REEL_CI_SQL_COLUMN, 0, NULL, 0, p + i, l, 0, 0);
+		i += l + 1 + 18; /* table oid, attnum, type oid, typlen, typmod, format */
+	}
+}
+
+/* DataRow: the cells (text, or binary as it is). */
+static void content_row(struct reel_content *ct, const uint8_t *p, size_t n)
+{
+	size_t i = 2;
+	uint16_t nc;
+
+	if (n < 2)
+		return;
+	nc = (uint16_t)(p[0] << 8 | p[1]);
+	reel_content_add(ct, REEL_CI_SQL_ROW, 0, NULL, 0, NULL, 0, nc, 0);
+	for (uint16_t k = 0; k < nc; k++) {
+		int32_t vl;
+
+		if (i + 4 > n)
+			return;
+		vl = (int32_t)rd32(p + i);
+		i += 4;
+		if (vl < 0) {
+			reel_content_add(ct, REEL_CI_SQL_CELL, REEL_CIF_NULL, NULL, 0, NULL, 0, 0,
+					 0);
+			continue;
+		}
+		if ((size_t)vl > n - i) {
+			reel_content_add_part(ct, REEL_CI_SQL_CELL, 0, NULL, 0, p + i, n - i,
+					      (uint64_t)vl, 0, 0);
+			return;
+		}
+		reel_content_add(ct, REEL_CI_SQL_CELL, 0, NULL, 0, p + i, (size_t)vl, 0, 0);
+		i += (size_t)vl;
+	}
+}
+
+/* ErrorResponse: SQLSTATE and message. */
+static void content_error(struct reel_content *ct, const uint8_t *p, size_t n)
+{
+	const uint8_t *code = NULL, *m = NULL;
+	size_t cl = 0, ml = 0;
+
+	for (size_t i = 0; i < n && p[i];) {
+		uint8_t f = p[i++];
+		size_t l = cstr(p + i, n - i);
+
+		if (f == 'C')
+			code = p + i, cl = l;
+		else if (f == 'M')
+			m = p + i, ml = l;
+		i += l + 1;
+	}
+	reel_content_add(ct, REEL_CI_SQL_ERROR, 0, code, cl, m, ml, 0, 0);
+}
+
 /* A request message: `body` holds its first `kept` bytes of `blen`. */
 static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t kept, uint64_t pos,
 		    uint64_t end, uint32_t flags)
@@ -263,6 +424,9 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		l = cstr(body, kept);
 		reel_l7_copy_text(e.t.target, sizeof(e.t.target), body, l);
 		end_request(c, &e, end);
+		if (c->content)
+			content_str(ct_of(c, &c->q[(c->tail - 1) % PG_QUEUE]), REEL_CI_SQL_QUERY,
+				    body, kept, c->blen);
 		return;
 	case 'F':
 		new_pending(c, &e, "FUNCTION", pos);
@@ -280,6 +444,13 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 
 			reel_l7_copy_text(b->t.target, sizeof(b->t.target), body + l + 1, ql);
 		}
+		if (c->content && l < kept) {
+			if (l)
+				reel_content_add(ct_of(c, b), REEL_CI_SQL_STMT, 0, NULL, 0, body, l,
+						 0, 0);
+			content_str(ct_of(c, b), REEL_CI_SQL_QUERY, body + l + 1, kept - l - 1,
+				    c->blen - l - 1);
+		}
 		c->has_parse = true;
 		return;
 	case 'B': /* Bind: portal, statement */
@@ -292,6 +463,8 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 			reel_l7_copy_text(b->t.target, sizeof(b->t.target), "prepared ", 9);
 			reel_l7_append_text(b->t.target, sizeof(b->t.target), body + l + 1, sl);
 		}
+		if (c->content)
+			content_bind(ct_of(c, b), body, kept);
 		return;
 	case 'E':
 		c->has_execute = true;
@@ -371,6 +544,8 @@ static struct pg_pending *resp_target(struct pg_conn *c, uint8_t type, uint64_t 
 			reel_l7_txn_init(&e->t, REEL_PROTO_PGSQL);
 			e->t.flags |= REEL_TXNF_NO_REQ;
 			c->orphan_used = true;
+			if (c->content)
+				reel_content_reset(&c->qct[PG_QUEUE]);
 		}
 	}
 	if (!e->resp_seen) {
@@ -459,6 +634,28 @@ static void resp_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_
 	if (!e)
 		return;
 	e->t.flags |= flags;
+	if (c->content) {
+		struct reel_content *ct = ct_of(c, e);
+
+		switch (type) {
+		case 'T':
+			if (!e->columns_seen)
+				content_columns(ct, body, kept);
+			e->columns_seen = true;
+			break;
+		case 'D':
+			if (e->rows++ < PG_ROWS_KEEP)
+				content_row(ct, body, kept);
+			break;
+		case 'C':
+			reel_content_add(ct, REEL_CI_SQL_TAG, 0, NULL, 0, body, cstr(body, kept), 0,
+					 0);
+			break;
+		case 'E':
+			content_error(ct, body, kept);
+			break;
+		}
+	}
 	switch (type) {
 	case 'C':
 		l = cstr(body, kept);
@@ -590,6 +787,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		if (n < 5 + keep)
 			return 0;
 		d->remain = len - 4 - keep;
+		c->blen = len - 4;
 		seq = c->tail;
 		/* What we need is in the kept head; a long body is skipped after. */
 		msg(c, dir, p[0], p + 5, keep, d->side.s.pos, d->side.s.pos + 1 + len, 0);
@@ -636,6 +834,24 @@ static void *pg_new(bool datagram)
 	return c;
 }
 
+static void pg_free(void *st)
+{
+	struct pg_conn *c = st;
+
+	for (int i = 0; c && c->content && i <= PG_QUEUE; i++)
+		reel_content_free(&c->qct[i]);
+	reel_l7_conn_free(c);
+}
+
+static void pg_want_content(void *st, uint64_t value_max)
+{
+	struct pg_conn *c = st;
+
+	c->content = true;
+	for (int i = 0; i <= PG_QUEUE; i++)
+		reel_content_init(&c->qct[i], value_max);
+}
+
 static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, uint64_t len,
 		    const struct reel_l7_emit *emit_cb)
 {
@@ -674,6 +890,7 @@ static void pg_hole(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, u
 		    ml <= PG_MSG_MAX && have + len <= ml - 4) {
 			uint64_t seq = c->tail;
 
+			c->blen = ml - 4;
 			msg(c, dir, p[0], p + 5, (size_t)have, d->side.s.pos,
 			    d->side.s.pos + 1 + ml, flag);
 			d->remain = ml - 4 - have - len;
@@ -780,7 +997,7 @@ const struct reel_l7_parser reel_l7_pgsql = {
 	.name = "pgsql",
 	.detect = pg_detect,
 	.new_state = pg_new,
-	.free_state = reel_l7_conn_free,
+	.free_state = pg_free,
 	.data = reel_l7_conn_data,
 	.hole = pg_hole,
 	.close = pg_close,
@@ -789,4 +1006,5 @@ const struct reel_l7_parser reel_l7_pgsql = {
 	.port = 5432,
 	.tshark = "pgsql",
 	.tshark_ports = tshark_ports,
+	.want_content = pg_want_content,
 };
