@@ -3,3 +3,8 @@
 # of txn lines.
 reel_unit_test(test_content SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_content.c
 	LIBS reelreplay_internal)
+# JSON tree and structural diff (replay/jsondiff.c), and its fuzz target
+# (response bodies from a --replay-to target are untrusted bytes).
+reel_unit_test(test_jsondiff SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_jsondiff.c
+	LIBS reelreplay_internal)
+reel_fuzz_target(jsondiff LIBS reelreplay_internal)
