@@ -16,7 +16,8 @@
 #include "l7.h"
 #include "strbuf.h"
 
-#define REEL_JSON_SCHEMA 2
+#define REEL_JSON_SCHEMA     2
+#define REEL_JSON_SCHEMA_STR "2"
 
 /* True when p[0, n) is valid UTF-8 without control characters other than
  * tab, CR and LF (and DEL): shown as text, else base64. */

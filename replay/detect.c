@@ -91,7 +91,7 @@ static bool l7_choose(struct conn *c, int d, const uint8_t *data, size_t len)
 
 	if (!par)
 		return false;
-	c->pst = par->new_state(!stream_like(c));
+	c->pst = reel_l7_new_state(par, !stream_like(c), c->p->o.content, c->p->o.content_max);
 	if (!c->pst)
 		return false;
 	c->parser = par;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * reelplay: replays .reel files through the replay pipeline into pcapng,
- * pcap, JSON lines, readable text or a summary. main: options
+ * pcap, JSON lines, HAR, readable text or a summary, or re-sends the
+ * recorded requests to a target (--replay-to). main: options
  * (reelplay_args.c), inputs, outputs, the merged records into the
  * pipeline, the exit status.
  *
@@ -192,19 +193,23 @@ static int open_json(struct play *r)
 	return 0;
 }
 
-/* The pipeline with its sinks and filters, told every input's header; the
+/* The pipeline with its sinks (--har and --replay-to too) and filters, told every input's header; the
  * merge of the inputs. 0, 1, or 2 (a bad filter). */
 static int start_pipeline(struct play *r)
 {
 	struct play_args *a = &r->a;
 	struct reel_pipeline_opts *po = &a->po;
 	bool stdout_taken;
+	int rc;
 
 	if (a->print || r->json == stdout) {
 		static char out_buf[1 << 20];
 
 		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
 	}
+	rc = play_regress_open(&a->rg, po, r->json != NULL);
+	if (rc)
+		return rc;
 	po->print = a->print ? stdout : NULL;
 	po->json = r->json;
 	/* the summary goes to stderr when stdout carries another output */
@@ -307,6 +312,7 @@ static int replay(struct play *r)
 /* Frees the run; the exit status rc, or 1 if closing an output failed. */
 static int finish(struct play *r, int rc)
 {
+	play_regress_free(&r->a.rg);
 	reel_pipeline__free(r->pipe);
 	reel_merge__free(r->merge);
 	for (int i = 0; r->readers && i < r->a.nfiles; i++)
@@ -344,5 +350,7 @@ int main(int argc, char **argv)
 		rc = start_pipeline(&r);
 	if (!rc)
 		rc = replay(&r);
+	if (!rc || r.damaged) /* the input was read: the replay runs, the HAR closes */
+		rc = play_regress_finish(&r.a.rg, rc);
 	return finish(&r, rc);
 }

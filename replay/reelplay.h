@@ -10,8 +10,25 @@
 #include <stdint.h>
 
 #include "reel_pipeline.h"
+#include "reel_replayto.h"
 
 #define MAX_FILTERS 64
+#define MAX_IGNORES 64
+
+struct reel_har;
+
+/* --har, the content options and --replay-to (reelplay_regress.c). */
+struct play_regress {
+	const char *har_path, *report_path;
+	bool no_content, body_max_set, verbose;
+	uint64_t body_max;
+	struct reel_replayto_opts ro;
+	const char *ign_h[MAX_IGNORES], *ign_j[MAX_IGNORES];
+	struct reel_har *har;
+	struct reel_replayto *rt;
+	FILE *report;
+	const struct reel_txn_sink *sinks[2];
+};
 
 /* --from / --to as given: absolute, or relative to the inputs' start. */
 struct play_time {
@@ -35,6 +52,7 @@ struct play_args {
 	char *filter;	    /* the tcpdump expression (owned) */
 	const char **files; /* the inputs (owned array) */
 	int nfiles;
+	struct play_regress rg;
 };
 
 #define PLAY_GO (-1)
@@ -49,5 +67,15 @@ void play_args_free(struct play_args *a);
 int play_check_outputs(const struct play_args *a);
 /* "reelplay: MSG\nTry 'reelplay --help'." on stderr; returns 2. */
 int play_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* reelplay_regress.c. play_regress_opt: 1 taken, 0 not one of its options,
+ * 2 usage error (printed). */
+int play_regress_opt(struct play_regress *g, int c, const char *arg);
+/* Sets the pipeline's content options and txn sinks; 0, 1 (runtime error,
+ * printed) or 2 (usage). */
+int play_regress_open(struct play_regress *g, struct reel_pipeline_opts *po, bool json);
+/* After the input: the replay, then the HAR closes. Returns the exit code. */
+int play_regress_finish(struct play_regress *g, int rc);
+void play_regress_free(struct play_regress *g);
 
 #endif /* REEL_REELPLAY_H */

@@ -35,6 +35,10 @@ static const char usage_text[] =
 	"      --summary         per protocol/endpoint counts, errors, latency percentiles\n"
 	"                        (the default when no other output is named)\n"
 	"      --preview N       payload bytes shown per --print line (default 64)\n"
+	"      --har FILE        HAR 1.2 of the HTTP/1 and HTTP/2 transactions\n"
+	"      --body-max BYTES  content kept per value (bodies, arguments, rows) in the\n"
+	"                        JSON and HAR (default 65536; 0 = all), cut values flagged\n"
+	"      --no-content      JSON lines without the content sections (summary fields)\n"
 	"      --each-end        a TCP connection traced at both ends: transactions from\n"
 	"                        each end (default: once, from the end seen first, with\n"
 	"                        the other end as peer_pid/peer_comm/peer_conn)\n"
@@ -49,6 +53,20 @@ static const char usage_text[] =
 	"                        epoch (1763726400.5), or +SECONDS from the start\n"
 	"  FILTER EXPRESSION     tcpdump syntax, applied to the synthesized packets\n"
 	"                        (e.g. 'tcp port 6379')\n"
+	"Regression test (replays the recorded requests of the selected connections):\n"
+	"      --replay-to HOST:PORT   the target (http://, h2c://, redis://: the recorded\n"
+	"                        protocol is spoken; https is not); exit 0 when every\n"
+	"                        response matches the recorded one, 1 otherwise\n"
+	"      --baseline HOST:PORT    also send each request to the old version: what\n"
+	"                        differs between the recording and it is noise\n"
+	"      --rate N          N requests per second (default: the recorded timing)\n"
+	"      --timeout SECONDS per request, connect included (default 10)\n"
+	"      --ignore-header NAME    response header not compared (repeatable; Date,\n"
+	"                        Age, ETag, Server-Timing... are by default)\n"
+	"      --no-default-ignores    compare those too\n"
+	"      --ignore-json PATH      JSON body path not compared ($.a.b, .items[*].id)\n"
+	"      --report OUT|-    a JSON line per transaction and a summary line\n"
+	"  -v, --verbose         the text report lists matching transactions too\n"
 	"Other:\n"
 	"      --no-progress     no progress bar (shown on a terminal for long inputs)\n"
 	"  -q, --quiet           no decode hints, no damage messages\n"
@@ -277,6 +295,19 @@ int play_parse_args(int argc, char **argv, struct play_args *a)
 		{"to", required_argument, NULL, OPT_TO},
 		{"no-progress", no_argument, NULL, OPT_NOPROGRESS},
 		{"each-end", no_argument, NULL, OPT_EACH_END},
+		/* play_regress_opt's: short codes that no short option uses */
+		{"har", required_argument, NULL, 'H'},
+		{"body-max", required_argument, NULL, 'B'},
+		{"no-content", no_argument, NULL, 'N'},
+		{"replay-to", required_argument, NULL, 'T'},
+		{"baseline", required_argument, NULL, 'b'},
+		{"rate", required_argument, NULL, 'r'},
+		{"timeout", required_argument, NULL, 't'},
+		{"ignore-header", required_argument, NULL, 'i'},
+		{"no-default-ignores", no_argument, NULL, 'n'},
+		{"ignore-json", required_argument, NULL, 'j'},
+		{"report", required_argument, NULL, 'R'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -287,7 +318,12 @@ int play_parse_args(int argc, char **argv, struct play_args *a)
 	memset(a, 0, sizeof(*a));
 	a->po.sz = sizeof(a->po);
 	a->format = "pcapng";
-	while ((c = getopt_long(argc, argv, "w:F:qhV", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "w:F:qhVv", lopts, NULL)) != -1) {
+		rc = play_regress_opt(&a->rg, c, optarg);
+		if (rc == 1)
+			continue;
+		if (rc == 2)
+			return 2;
 		rc = parse_option(a, c, optarg);
 		if (rc != PLAY_GO)
 			return rc;
@@ -300,13 +336,19 @@ int play_parse_args(int argc, char **argv, struct play_args *a)
 		free(a->filter);
 		return play_usage_err("no input file");
 	}
-	if (!a->write_path && !a->json_path && !a->print)
+	if (!a->write_path && !a->json_path && !a->print && !a->rg.ro.target && !a->rg.har_path)
 		a->summary = true;
 	if (a->json_path && a->print && !strcmp(a->json_path, "-")) {
 		free(a->files);
 		free(a->filter);
 		return play_usage_err("--json - and --print both want stdout; give "
 				      "--json a file");
+	}
+	if (a->rg.report_path && !strcmp(a->rg.report_path, "-") &&
+	    (a->print || (a->json_path && !strcmp(a->json_path, "-")))) {
+		free(a->files);
+		free(a->filter);
+		return play_usage_err("--report - and --json -/--print both want stdout");
 	}
 
 	rc = play_check_outputs(a);

@@ -2,7 +2,8 @@
 /*
  * Transactions: what a parser emits is counted, filtered, summarised and
  * written as a JSON line (formatted here, or by the JSON worker from the
- * values queued) and a --print line.
+ * values queued, the content copied behind them) and a --print line, and
+ * handed to the txn sinks (HAR, --replay-to).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "content_json.h"
 #include "outq.h"
 #include "pipeline_internal.h"
 
@@ -28,6 +30,7 @@ struct jw_txn {
 	uint64_t serial, real_ts;
 	char frag[512]; /* the connection's fields (txn_conn_fields) */
 	struct reel_txn t;
+	uint8_t content[]; /* t.content.len bytes (t.content.buf is not valid here) */
 };
 
 static const struct {
@@ -81,7 +84,8 @@ static void txn_conn_fields(struct reel_sb *sb, const struct conn *cc, int clien
 /* A txn line from values only (the JSON worker formats it in its thread):
  * the connection's fields come preformatted in frag. */
 static void txn_json_core(struct reel_sb *sb, uint64_t serial, uint64_t real_ts, const char *frag,
-			  size_t frag_len, bool tls, const struct reel_txn *t)
+			  size_t frag_len, bool tls, const struct reel_txn *t,
+			  const struct reel_content_view *content)
 {
 	/* the hot sink: no printf */
 	reel_sb_puts(sb, "{\"type\":\"txn\",\"proto\":\"");
@@ -145,6 +149,8 @@ static void txn_json_core(struct reel_sb *sb, uint64_t serial, uint64_t real_ts,
 	json_str(sb, "detail", t->detail);
 	if (tls)
 		reel_sb_puts(sb, ",\"tls\":true");
+	if (content->nitems)
+		reel_content_json(sb, content, t->proto);
 	reel_sb_putc(sb, '}');
 }
 
@@ -165,7 +171,7 @@ static void fmt_txn_json(struct reel_pipeline *p, const struct conn *c, const st
 		f.len = 0;
 		frag[0] = 0;
 	}
-	txn_json_core(sb, c->serial, txn_real_ts(p, c, t), frag, f.len, c->tls, t);
+	txn_json_core(sb, c->serial, txn_real_ts(p, c, t), frag, f.len, c->tls, t, &t->content);
 }
 
 static void fmt_txn_text(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t,
@@ -276,12 +282,17 @@ void reel_json_line_sb(struct reel_pipeline *p, const struct reel_sb *sb)
 	reel_json_line(p, p->line, sb->len < p->line_cap ? sb->len : strlen(p->line));
 }
 
-/* Queues a txn for the JSON worker; false if its fields do not fit. */
+/* Queues a txn for the JSON worker; false if its fields or its content do
+ * not fit an item (the line is then formatted here). */
 static bool json_queue_txn(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t)
 {
-	struct jw_txn *j = reel_workq__reserve(p->jwq, sizeof(*j));
+	size_t need = sizeof(struct jw_txn) + t->content.len;
+	struct jw_txn *j;
 	struct reel_sb f;
 
+	if (need > reel_workq__max_item(p->jwq))
+		return false;
+	j = reel_workq__reserve(p->jwq, need);
 	reel_sb_init(&f, j->frag, sizeof(j->frag));
 	txn_conn_fields(&f, c, c->role == REEL_ROLE_SERVER ? 1 : 0);
 	if (f.len >= sizeof(j->frag))
@@ -292,6 +303,8 @@ static bool json_queue_txn(struct reel_pipeline *p, const struct conn *c, const 
 	j->serial = c->serial;
 	j->real_ts = txn_real_ts(p, c, t);
 	memcpy(&j->t, t, sizeof(*t));
+	if (t->content.len)
+		memcpy(j->content, t->content.buf, t->content.len);
 	reel_workq__commit(p->jwq);
 	return true;
 }
@@ -310,6 +323,29 @@ static void jw_write(struct jw *w, bool all)
 	if (rest && n)
 		memmove(w->buf, w->buf + n, rest);
 	w->len = rest;
+}
+
+/* A txn line longer than the room kept (a big body): after what is staged,
+ * from a buffer of its own. */
+static void jw_long_line(struct jw *w, const struct jw_txn *j, const struct reel_content_view *cv,
+			 size_t need)
+{
+	char *buf;
+	struct reel_sb sb;
+
+	jw_write(w, true);
+	buf = malloc(need);
+	if (!buf) {
+		if (!w->err)
+			w->err = -ENOMEM;
+		return;
+	}
+	reel_sb_init(&sb, buf, need);
+	txn_json_core(&sb, j->serial, j->real_ts, j->frag, j->frag_len, j->tls, &j->t, cv);
+	buf[sb.len] = '\n';
+	if (!w->err)
+		w->err = reel_write_all(w->fd, buf, sb.len + 1);
+	free(buf);
 }
 
 static void jw_run(void *ctx, const void *item, size_t len)
@@ -333,13 +369,17 @@ static void jw_run(void *ctx, const void *item, size_t len)
 	} else if (kind == JW_TXN) {
 		const struct jw_txn *j = item;
 		size_t room = JBUF_FLUSH + JBUF_LINE - w->len;
+		struct reel_content_view cv = j->t.content;
 		struct reel_sb sb;
 
+		cv.buf = j->content;
 		reel_sb_init(&sb, w->buf + w->len, room);
-		txn_json_core(&sb, j->serial, j->real_ts, j->frag, j->frag_len, j->tls, &j->t);
-		if (sb.len + 1 < room) { /* a txn line is a few KiB at most */
+		txn_json_core(&sb, j->serial, j->real_ts, j->frag, j->frag_len, j->tls, &j->t, &cv);
+		if (sb.len + 1 < room) {
 			w->buf[w->len + sb.len] = '\n';
 			w->len += sb.len + 1;
+		} else {
+			jw_long_line(w, j, &cv, sb.len + 2);
 		}
 	}
 	if (w->len >= JBUF_FLUSH)
@@ -368,6 +408,13 @@ void reel_json_open(struct reel_pipeline *p)
 			p->jbuf = malloc(JBUF_FLUSH + JBUF_LINE);
 	}
 	p->jfd = p->jbuf ? fileno(p->o.json) : -1;
+	if (p->o.json) {
+		/* the first line names the schema of the lines that follow */
+		static const char schema[] = "{\"type\":\"schema\",\"schema\":\"reel-json\","
+					     "\"version\":" REEL_JSON_SCHEMA_STR "}";
+
+		reel_json_line(p, schema, sizeof(schema) - 1);
+	}
 }
 
 void reel_json_free(struct reel_pipeline *p)
@@ -378,6 +425,27 @@ void reel_json_free(struct reel_pipeline *p)
 		reel_workq__free(p->jwq);
 	free(p->jw.buf);
 	free(p->jbuf);
+}
+
+/* The transaction for each txn sink, with the connection it came on. */
+static void txn_sinks(struct reel_pipeline *p, const struct conn *c, const struct reel_txn *t)
+{
+	int client = c->role == REEL_ROLE_SERVER ? 1 : 0;
+	struct reel_txn_meta m = {
+		.conn = c->serial,
+		.pid = c->id.tgid,
+		.fd = c->id.fd,
+		.ino = c->id.ino,
+		.comm = c->comm,
+		.client = reel_conn_epstr(c, client),
+		.server = reel_conn_epstr(c, !client),
+		.server_port = c->server_port,
+		.tls = c->tls,
+		.real_off = (int64_t)(real_ns(p, c->file_idx, 1000000000ull) - 1000000000ull),
+	};
+
+	for (int i = 0; i < p->o.ntxn_sinks; i++)
+		p->o.txn_sinks[i]->txn(p->o.txn_sinks[i]->ctx, &m, t);
 }
 
 void reel_on_txn(void *ctx, const struct reel_txn *t)
@@ -427,6 +495,8 @@ void reel_on_txn(void *ctx, const struct reel_txn *t)
 		reel_server_ep(c, ep, sizeof(ep));
 		reel_summary_txn(p->sum, t, ep);
 	}
+	if (p->o.ntxn_sinks)
+		txn_sinks(p, c, t);
 	if (p->o.json && p->jwq && json_queue_txn(p, c, t))
 		goto print;
 	if (p->o.json && p->jbuf) {

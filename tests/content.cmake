@@ -8,3 +8,6 @@ reel_unit_test(test_content SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_content.c
 reel_unit_test(test_jsondiff SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_jsondiff.c
 	LIBS reelreplay_internal)
 reel_fuzz_target(jsondiff LIBS reelreplay_internal)
+# --replay-to's response comparison (replay/txncmp.c).
+reel_unit_test(test_txncmp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_txncmp.c
+	LIBS reelreplay_internal)

@@ -19,6 +19,7 @@
 
 #include "reel_format.h"
 #include "reel_proto.h"
+#include "reel_txnsink.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,17 @@ struct reel_pipeline_opts {
 	 * transactions of each end. Default: once, from the end seen first; its
 	 * txn lines name the other end (peer_conn, peer_pid, peer_comm). */
 	bool each_end;
+
+	/* Full transaction content (headers, bodies, arguments, rows...): in
+	 * the JSON lines (schema 2 sections) and for the txn sinks. Each value
+	 * is cut at content_max bytes (0 = no cap). Off: summaries only. */
+	bool content;
+	uint64_t content_max;
+
+	/* Called for each transaction that passes the filters (reel_txnsink.h),
+	 * in the order they are emitted: the HAR writer, --replay-to. */
+	const struct reel_txn_sink *const *txn_sinks;
+	int ntxn_sinks;
 };
 
 struct reel_pipeline;

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Response comparison (txncmp.h). Headers compare by name (case-insensitive)
+ * as ordered lists of values, so a repeated header is compared value by
+ * value and reordering between different names is not a difference.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "jsondiff.h"
+#include "txncmp.h"
+
+/* Framing, caching and tracing headers: they change between two runs of the
+ * same service without the response meaning anything else. */
+const char *const reel_cmp_default_ignored[] = {
+	"date",
+	"age",
+	"expires",
+	"last-modified",
+	"etag",
+	"server-timing",
+	"x-request-id",
+	"x-correlation-id",
+	"x-trace-id",
+	"traceparent",
+	"tracestate",
+	"connection",
+	"keep-alive",
+	"content-length",
+	"transfer-encoding",
+	NULL,
+};
+
+static void text_of(char *out, size_t cap, const uint8_t *p, size_t n)
+{
+	size_t l = 0;
+
+	if (!p) {
+		out[0] = '\0';
+		return;
+	}
+	out[l++] = '"';
+	for (size_t i = 0; i < n && l + 6 < cap; i++)
+		out[l++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '.';
+	if (l + 6 >= cap && n > 0) {
+		memcpy(out + l, "...", 3);
+		l += 3;
+	}
+	out[l++] = '"';
+	out[l] = '\0';
+}
+
+static struct reel_cmp_diff *add(struct reel_cmp *c, const char *where)
+{
+	struct reel_cmp_diff *d;
+
+	c->total++;
+	if (c->n >= REEL_CMP_DIFFS_MAX)
+		return NULL;
+	d = &c->d[c->n++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->where, sizeof(d->where), "%s", where);
+	return d;
+}
+
+static void add_text(struct reel_cmp *c, const char *where, const char *a, const char *b)
+{
+	struct reel_cmp_diff *d = add(c, where);
+
+	if (!d)
+		return;
+	snprintf(d->a, sizeof(d->a), "%s", a);
+	snprintf(d->b, sizeof(d->b), "%s", b);
+}
+
+bool reel_cmp_has(const struct reel_cmp *c, const char *where)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		if (!strcmp(c->d[i].where, where))
+			return true;
+	return false;
+}
+
+/* ---- headers ---- */
+
+static bool name_ignored(const struct reel_cmp_opts *o, const uint8_t *n, size_t l)
+{
+	if (l && n[0] == ':')
+		return true; /* HTTP/2 pseudo-headers: compared as status, or requests' */
+	if (!o->no_default_ignores)
+		for (const char *const *s = reel_cmp_default_ignored; *s; s++)
+			if (strlen(*s) == l && !strncasecmp(*s, (const char *)n, l))
+				return true;
+	for (int i = 0; i < o->nignore_headers; i++)
+		if (strlen(o->ignore_headers[i]) == l &&
+		    !strncasecmp(o->ignore_headers[i], (const char *)n, l))
+			return true;
+	return false;
+}
+
+static bool is_resp_header(const struct reel_citem *it)
+{
+	return it->kind == REEL_CI_HEADER && it->a == REEL_L7_RESP;
+}
+
+static bool same_name(const struct reel_citem *x, const struct reel_citem *y)
+{
+	return x->nlen == y->nlen && !strncasecmp((const char *)reel_citem_value(x),
+						  (const char *)reel_citem_value(y), x->nlen);
+}
+
+/* Is the header `h` the first of its name in v? */
+static bool first_of_name(const struct reel_content_view *v, const struct reel_citem *h)
+{
+	uint32_t off = 0;
+	const struct reel_citem *it;
+
+	while ((it = reel_content_next(v, &off)) && it != h)
+		if (is_resp_header(it) && same_name(it, h))
+			return false;
+	return true;
+}
+
+/* The k-th value (0-based) of header name `h` in v, or NULL. */
+static const struct reel_citem *nth_of_name(const struct reel_content_view *v,
+					    const struct reel_citem *h, unsigned k)
+{
+	uint32_t off = 0;
+	const struct reel_citem *it;
+
+	while ((it = reel_content_next(v, &off)))
+		if (is_resp_header(it) && same_name(it, h) && !k--)
+			return it;
+	return NULL;
+}
+
+static void lower_name(char *out, size_t cap, const struct reel_citem *h)
+{
+	size_t l = h->nlen < cap - 1 ? h->nlen : cap - 1;
+
+	for (size_t i = 0; i < l; i++) {
+		char ch = (char)reel_citem_value(h)[i];
+
+		out[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : (ch < 0x20 ? '.' : ch);
+	}
+	out[l] = '\0';
+}
+
+/* Names of one side compared against the other; `both` for the first pass. */
+static void cmp_header_names(const struct reel_cmp_opts *o, const struct reel_content_view *x,
+			     const struct reel_content_view *y, bool x_is_a, struct reel_cmp *c)
+{
+	uint32_t off = 0;
+	const struct reel_citem *h;
+
+	while ((h = reel_content_next(x, &off))) {
+		char where[300], name[256], ta[112], tb[112];
+
+		if (!is_resp_header(h) || (h->flags & REEL_CIF_TRAILER) ||
+		    name_ignored(o, reel_citem_value(h), h->nlen) || !first_of_name(x, h))
+			continue;
+		lower_name(name, sizeof(name), h);
+		snprintf(where, sizeof(where), "header %s", name);
+		if (!x_is_a) {
+			/* only names the first side lacks */
+			if (nth_of_name(y, h, 0))
+				continue;
+		}
+		for (unsigned k = 0;; k++) {
+			const struct reel_citem *u = nth_of_name(x, h, k),
+						*w = nth_of_name(y, h, k);
+			const struct reel_citem *va = x_is_a ? u : w, *vb = x_is_a ? w : u;
+
+			if (!u && !w)
+				break;
+			if (u && w && u->len - u->nlen == w->len - w->nlen &&
+			    !memcmp(reel_citem_value(u) + u->nlen, reel_citem_value(w) + w->nlen,
+				    u->len - u->nlen))
+				continue;
+			text_of(ta, sizeof(ta), va ? reel_citem_value(va) + va->nlen : NULL,
+				va ? va->len - va->nlen : 0);
+			text_of(tb, sizeof(tb), vb ? reel_citem_value(vb) + vb->nlen : NULL,
+				vb ? vb->len - vb->nlen : 0);
+			add_text(c, where, ta, tb);
+			break; /* one difference per header name */
+		}
+	}
+}
+
+/* ---- bodies ---- */
+
+static const struct reel_citem *resp_body(const struct reel_content_view *v)
+{
+	uint32_t off = 0;
+	const struct reel_citem *it;
+
+	while ((it = reel_content_next(v, &off)))
+		if (it->kind == REEL_CI_BODY && it->a == REEL_L7_RESP)
+			return it;
+	return NULL;
+}
+
+static bool looks_json(const struct reel_content_view *v, const uint8_t *p, size_t n)
+{
+	uint32_t off = 0;
+	const struct reel_citem *it;
+
+	while ((it = reel_content_next(v, &off)))
+		if (is_resp_header(it) && it->nlen == 12 &&
+		    !strncasecmp((const char *)reel_citem_value(it), "content-type", 12)) {
+			const char *val = (const char *)reel_citem_value(it) + it->nlen;
+			size_t l = it->len - it->nlen;
+
+			for (size_t i = 0; i + 4 <= l; i++)
+				if (!strncasecmp(val + i, "json", 4))
+					return true;
+		}
+	while (n && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++, n--;
+	return n && (*p == '{' || *p == '[');
+}
+
+struct jctx {
+	struct reel_cmp *c;
+	const char *prefix;
+};
+
+static bool on_jdiff(void *ctx, enum reel_jdiff_kind kind, const char *path, const char *a,
+		     const char *b)
+{
+	struct jctx *j = ctx;
+	char where[REEL_CMP_WHERE_MAX];
+
+	(void)kind;
+	snprintf(where, sizeof(where), "%s %s", j->prefix, path);
+	add_text(j->c, where, a[0] ? a : "(absent)", b[0] ? b : "(absent)");
+	return true;
+}
+
+static void cmp_bytes(struct reel_cmp *c, const char *where, const uint8_t *x, size_t nx,
+		      const uint8_t *y, size_t ny)
+{
+	size_t i = 0;
+	char ta[112], tb[112];
+
+	if (nx == ny && !memcmp(x, y, nx))
+		return;
+	while (i < nx && i < ny && x[i] == y[i])
+		i++;
+	snprintf(ta, sizeof(ta), "%zu bytes", nx);
+	snprintf(tb, sizeof(tb), "%zu bytes, first difference at byte %zu", ny, i);
+	add_text(c, where, ta, tb);
+}
+
+static void cmp_body(const struct reel_cmp_opts *o, const struct reel_content_view *ca,
+		     const struct reel_content_view *cb, struct reel_cmp *c)
+{
+	const struct reel_citem *x = resp_body(ca), *y = resp_body(cb);
+	const uint8_t *px = x ? reel_citem_value(x) : (const uint8_t *)"";
+	const uint8_t *py = y ? reel_citem_value(y) : (const uint8_t *)"";
+	size_t nx = x ? x->len : 0, ny = y ? y->len : 0;
+	struct reel_jdoc *ja = NULL, *jb = NULL;
+
+	if (nx && ny && looks_json(ca, px, nx) && looks_json(cb, py, ny)) {
+		ja = reel_jdoc_parse(px, nx, NULL, 0);
+		jb = ja ? reel_jdoc_parse(py, ny, NULL, 0) : NULL;
+	}
+	if (ja && jb) {
+		struct jctx j = {c, "body"};
+
+		reel_jdoc_diff(ja, jb, o->ignore_json, o->nignore_json, on_jdiff, &j);
+	} else {
+		cmp_bytes(c, "body", px, nx, py, ny);
+	}
+	reel_jdoc_free(ja);
+	reel_jdoc_free(jb);
+}
+
+/* ---- gRPC messages ---- */
+
+static void cmp_grpc(const struct reel_content_view *ca, const struct reel_content_view *cb,
+		     struct reel_cmp *c)
+{
+	uint32_t oa = 0, ob = 0;
+	const struct reel_citem *x, *y;
+	unsigned k = 0;
+
+	for (;;) {
+		char where[64];
+
+		while ((x = reel_content_next(ca, &oa)) &&
+		       !(x->kind == REEL_CI_GRPC_MSG && x->a == REEL_L7_RESP))
+			;
+		while ((y = reel_content_next(cb, &ob)) &&
+		       !(y->kind == REEL_CI_GRPC_MSG && y->a == REEL_L7_RESP))
+			;
+		if (!x && !y)
+			break;
+		snprintf(where, sizeof(where), "grpc message %u", k++);
+		if (!x || !y) {
+			add_text(c, where, x ? "present" : "(absent)", y ? "present" : "(absent)");
+			continue;
+		}
+		cmp_bytes(c, where, reel_citem_value(x), x->len, reel_citem_value(y), y->len);
+	}
+}
+
+/* ---- Redis ---- */
+
+/* Paths of reply items: "reply", "reply[1]", "reply[1][0]". */
+struct rpath {
+	unsigned depth;
+	unsigned idx[65];
+};
+
+static void rpath_text(const struct rpath *r, unsigned depth, char *out, size_t cap)
+{
+	size_t l = (size_t)snprintf(out, cap, "reply");
+
+	for (unsigned d = 1; d <= depth && d < 65 && l < cap; d++)
+		l += (size_t)snprintf(out + l, cap - l, "[%u]", r->idx[d]);
+}
+
+static const struct reel_citem *next_reply(const struct reel_content_view *v, uint32_t *off,
+					   struct rpath *r, unsigned *depth)
+{
+	const struct reel_citem *it;
+
+	while ((it = reel_content_next(v, off))) {
+		unsigned d;
+
+		if (it->kind != REEL_CI_REDIS_REPLY)
+			continue;
+		d = it->a >> 8;
+		if (d > 64)
+			d = 64;
+		if (d > r->depth + 1)
+			d = r->depth + 1;
+		if (d && d <= r->depth)
+			r->idx[d]++;
+		else if (d)
+			r->idx[d] = 0;
+		r->depth = d;
+		*depth = d;
+		return it;
+	}
+	return NULL;
+}
+
+static void cmp_redis(const struct reel_content_view *ca, const struct reel_content_view *cb,
+		      struct reel_cmp *c)
+{
+	uint32_t oa = 0, ob = 0;
+	struct rpath ra = {0}, rb = {0};
+
+	for (;;) {
+		unsigned da = 0, db = 0;
+		const struct reel_citem *x = next_reply(ca, &oa, &ra, &da);
+		const struct reel_citem *y = next_reply(cb, &ob, &rb, &db);
+		char where[600], ta[112], tb[112];
+
+		if (!x && !y)
+			break;
+		rpath_text(x ? &ra : &rb, x ? da : db, where, sizeof(where));
+		if (!x || !y || da != db) {
+			/* the shapes differ: one difference, and the rest is not comparable */
+			snprintf(ta, sizeof(ta), "%s", x ? "present" : "(absent)");
+			snprintf(tb, sizeof(tb), "%s", y ? "present" : "(absent)");
+			add_text(c, where, ta, tb);
+			break;
+		}
+		if ((x->a & 0xff) != (y->a & 0xff) || x->b != y->b || x->len != y->len ||
+		    memcmp(reel_citem_value(x), reel_citem_value(y), x->len)) {
+			char vx[100], vy[100];
+
+			text_of(vx, sizeof(vx), reel_citem_value(x), x->len);
+			text_of(vy, sizeof(vy), reel_citem_value(y), y->len);
+			snprintf(ta, sizeof(ta), "%c%s", (char)(x->a & 0xff), vx);
+			snprintf(tb, sizeof(tb), "%c%s", (char)(y->a & 0xff), vy);
+			add_text(c, where, ta, tb);
+			if (x->b != y->b)
+				break; /* aggregates of different sizes */
+		}
+	}
+}
+
+unsigned reel_cmp_txn(const struct reel_cmp_opts *o, const struct reel_txn *a,
+		      const struct reel_content_view *ca, const struct reel_txn *b,
+		      const struct reel_content_view *cb, struct reel_cmp *out)
+{
+	static const struct reel_cmp_opts none = {sizeof(none)};
+	char ta[32], tb[32];
+
+	memset(out, 0, offsetof(struct reel_cmp, d));
+	if (!o)
+		o = &none;
+	switch (a->proto) {
+	case REEL_PROTO_HTTP1:
+	case REEL_PROTO_HTTP2:
+		if (a->status != b->status) {
+			snprintf(ta, sizeof(ta), "%d", a->status);
+			snprintf(tb, sizeof(tb), "%d", b->status);
+			add_text(out, "status", ta, tb);
+		}
+		if (a->grpc_status != b->grpc_status) {
+			snprintf(ta, sizeof(ta), "%d", a->grpc_status);
+			snprintf(tb, sizeof(tb), "%d", b->grpc_status);
+			add_text(out, "grpc-status", ta, tb);
+		}
+		cmp_header_names(o, ca, cb, true, out);
+		cmp_header_names(o, cb, ca, false, out);
+		if ((a->flags | b->flags) & REEL_TXNF_GRPC)
+			cmp_grpc(ca, cb, out);
+		else
+			cmp_body(o, ca, cb, out);
+		break;
+	case REEL_PROTO_REDIS:
+		cmp_redis(ca, cb, out);
+		break;
+	default:
+		if (a->status != b->status) {
+			snprintf(ta, sizeof(ta), "%d", a->status);
+			snprintf(tb, sizeof(tb), "%d", b->status);
+			add_text(out, "status", ta, tb);
+		}
+		break;
+	}
+	return out->total;
+}

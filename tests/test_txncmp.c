@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Response comparison of --replay-to (replay/txncmp.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "content.h"
+#include "txncmp.h"
+
+struct side {
+	struct reel_txn t;
+	struct reel_content c;
+};
+
+static void http(struct side *s, int status, const char *const *hdrs, const char *body)
+{
+	memset(&s->t, 0, sizeof(s->t));
+	s->t.proto = REEL_PROTO_HTTP1;
+	s->t.status = status;
+	s->t.grpc_status = -1;
+	reel_content_init(&s->c, 0);
+	for (int i = 0; hdrs && hdrs[i]; i += 2)
+		reel_content_add(&s->c, REEL_CI_HEADER, 0, hdrs[i], strlen(hdrs[i]), hdrs[i + 1],
+				 strlen(hdrs[i + 1]), REEL_L7_RESP, 0);
+	if (body) {
+		reel_content_body_begin(&s->c, REEL_L7_RESP, 0, REEL_CC_IDENTITY);
+		reel_content_body_data(&s->c, body, strlen(body));
+	}
+}
+
+static unsigned cmp(const struct reel_cmp_opts *o, struct side *a, struct side *b,
+		    struct reel_cmp *r)
+{
+	struct reel_content_view va = reel_content_view(&a->c), vb = reel_content_view(&b->c);
+	unsigned n = reel_cmp_txn(o, &a->t, &va, &b->t, &vb, r);
+
+	reel_content_free(&a->c);
+	reel_content_free(&b->c);
+	return n;
+}
+
+static void test_http(void **state)
+{
+	static const char *const ha[] = {"Date",
+					 "Mon",
+					 "Content-Type",
+					 "application/json",
+					 "X-A",
+					 "1",
+					 "Set-Cookie",
+					 "a",
+					 "Set-Cookie",
+					 "b",
+					 NULL};
+	static const char *const hb[] = {"content-type",
+					 "application/json",
+					 "Date",
+					 "Tue",
+					 "Set-Cookie",
+					 "a",
+					 "Set-Cookie",
+					 "c",
+					 "X-B",
+					 "2",
+					 NULL};
+	struct side a, b;
+	static struct reel_cmp r;
+
+	(void)state;
+	http(&a, 200, ha, "{\"n\":1,\"id\":7,\"list\":[1,2]}");
+	http(&b, 201, hb, "{\"list\":[1,2],\"id\":7,\"n\":2}");
+	assert_int_equal(cmp(NULL, &a, &b, &r), 5);
+	assert_string_equal(r.d[0].where, "status");
+	assert_string_equal(r.d[0].a, "200");
+	assert_string_equal(r.d[0].b, "201");
+	assert_string_equal(r.d[1].where, "header x-a");
+	assert_string_equal(r.d[1].b, "");
+	assert_string_equal(r.d[2].where, "header set-cookie");
+	assert_string_equal(r.d[2].a, "\"b\"");
+	assert_string_equal(r.d[2].b, "\"c\"");
+	assert_string_equal(r.d[3].where, "header x-b");
+	assert_string_equal(r.d[4].where, "body $.n");
+	assert_true(reel_cmp_has(&r, "body $.n"));
+	assert_false(reel_cmp_has(&r, "body $.id"));
+}
+
+static void test_ignores_and_bytes(void **state)
+{
+	static const char *const ha[] = {"X-Run", "1", "Server-Timing", "a", NULL};
+	static const char *const hb[] = {"X-Run", "2", "Server-Timing", "b", NULL};
+	const char *ih[] = {"x-RUN"}, *ij[] = {"$.t"};
+	struct reel_cmp_opts o = {sizeof(o), ih, 1, false, ij, 1};
+	struct side a, b;
+	static struct reel_cmp r;
+
+	(void)state;
+	http(&a, 200, ha, "{\"t\":1}");
+	http(&b, 200, hb, "{\"t\":2}");
+	assert_int_equal(cmp(&o, &a, &b, &r), 0);
+	http(&a, 200, NULL, "hello world");
+	http(&b, 200, NULL, "hello there");
+	assert_int_equal(cmp(&o, &a, &b, &r), 1);
+	assert_string_equal(r.d[0].where, "body");
+	assert_string_equal(r.d[0].a, "11 bytes");
+	assert_string_equal(r.d[0].b, "11 bytes, first difference at byte 6");
+	/* not JSON on one side: bytes */
+	http(&a, 200, NULL, "{\"a\":1}");
+	http(&b, 200, NULL, "{\"a\":1");
+	assert_int_equal(cmp(&o, &a, &b, &r), 1);
+	assert_string_equal(r.d[0].where, "body");
+}
+
+static void reply(struct side *s, const char *const *items)
+{
+	memset(&s->t, 0, sizeof(s->t));
+	s->t.proto = REEL_PROTO_REDIS;
+	reel_content_init(&s->c, 0);
+	/* "T d n value": type, depth, element count */
+	for (int i = 0; items[i]; i++) {
+		const char *v = items[i] + 6;
+
+		reel_content_add(&s->c, REEL_CI_REDIS_REPLY, 0, NULL, 0, v, strlen(v),
+				 (uint32_t)items[i][0] | (uint32_t)(items[i][2] - '0') << 8,
+				 (uint64_t)(items[i][4] - '0'));
+	}
+}
+
+static void test_redis(void **state)
+{
+	static const char *const ra[] = {"* 0 3 ", "$ 1 0 a", "$ 1 0 b", "* 1 1 ", "$ 2 0 x", NULL};
+	static const char *const rb[] = {"* 0 3 ", "$ 1 0 a", "$ 1 0 B", "* 1 1 ", "$ 2 0 x", NULL};
+	static const char *const rc[] = {"+ 0 0 OK", NULL};
+	static const char *const rd[] = {"- 0 0 ERR", NULL};
+	struct side a, b;
+	static struct reel_cmp r;
+
+	(void)state;
+	reply(&a, ra);
+	reply(&b, ra);
+	assert_int_equal(cmp(NULL, &a, &b, &r), 0);
+	reply(&a, ra);
+	reply(&b, rb);
+	assert_int_equal(cmp(NULL, &a, &b, &r), 1);
+	assert_string_equal(r.d[0].where, "reply[1]");
+	assert_string_equal(r.d[0].a, "$\"b\"");
+	assert_string_equal(r.d[0].b, "$\"B\"");
+	reply(&a, rc);
+	reply(&b, rd);
+	assert_int_equal(cmp(NULL, &a, &b, &r), 1);
+	assert_string_equal(r.d[0].where, "reply");
+	assert_string_equal(r.d[0].a, "+\"OK\"");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_http),
+		cmocka_unit_test(test_ignores_and_bytes),
+		cmocka_unit_test(test_redis),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
