@@ -46,14 +46,16 @@ def check(cond, what):
 
 
 def free_port():
+    """A port free on both loopbacks (the node HTTP/2 peers listen on ::1)."""
     for _ in range(50):
         p = random.randint(28000, 60000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", p))
-                return p
-            except OSError:
-                continue
+        try:
+            with socket.socket() as s4, socket.socket(socket.AF_INET6) as s6:
+                s4.bind(("127.0.0.1", p))
+                s6.bind(("::1", p))
+            return p
+        except OSError:
+            continue
     raise SystemExit("no free port")
 
 
