@@ -445,6 +445,42 @@ const struct reel_citem *reel_content_next(const struct reel_content_view *v, ui
 	return it;
 }
 
+enum reel_content_coding reel_content_add_fields(struct reel_content *c, const uint8_t *p, size_t n,
+						 uint32_t dir, uint16_t flags)
+{
+	enum reel_content_coding cod = REEL_CC_IDENTITY;
+
+	while (n) {
+		const uint8_t *nl = memchr(p, '\n', n), *line = p, *colon, *v;
+		size_t ll = nl ? (size_t)(nl - p) + 1 : n, vl;
+
+		p += ll;
+		n -= ll;
+		if (nl)
+			ll--;
+		if (ll && line[ll - 1] == '\r')
+			ll--;
+		if (!ll)
+			break;
+		colon = memchr(line, ':', ll);
+		if (!colon || line[0] == ' ' || line[0] == '\t') {
+			reel_content_add(c, REEL_CI_HEADER, flags, NULL, 0, line, ll, dir, 0);
+			continue;
+		}
+		v = colon + 1;
+		vl = ll - (size_t)(v - line);
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		reel_content_add(c, REEL_CI_HEADER, flags, line, (size_t)(colon - line), v, vl, dir,
+				 0);
+		if (colon - line == 16 && !strncasecmp((const char *)line, "content-encoding", 16))
+			cod = reel_content_coding_parse(v, vl);
+	}
+	return cod;
+}
+
 enum reel_content_coding reel_content_coding_parse(const void *v, size_t n)
 {
 	const char *s = v;

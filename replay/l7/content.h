@@ -186,6 +186,14 @@ static inline const uint8_t *reel_citem_value(const struct reel_citem *it)
 	return (const uint8_t *)(it + 1);
 }
 
+/* HTTP-style field lines p[0, n) ("Name: value", each ended by LF or CRLF;
+ * the last may be unended), up to the first empty line, as REEL_CI_HEADER
+ * items with `flags` and direction `dir`; values trimmed of blanks. A line
+ * without a colon, or folded, is kept whole as a nameless field. Returns the
+ * Content-Encoding among them (identity if none). */
+enum reel_content_coding reel_content_add_fields(struct reel_content *c, const uint8_t *p, size_t n,
+						 uint32_t dir, uint16_t flags);
+
 /* Parses a Content-Encoding value: gzip, x-gzip, deflate; else identity. */
 enum reel_content_coding reel_content_coding_parse(const void *v, size_t n);
 

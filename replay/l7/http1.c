@@ -838,8 +838,7 @@ static void content_head(struct h1_conn *c, struct h1_entry *e, int dir, const u
 			 size_t hl, const struct h1_head *h)
 {
 	struct reel_content *ct = &e->ct[dir];
-	size_t l = line_len(p, hl, hl), i, tl = trim_eol(p, l);
-	enum reel_content_coding cod = REEL_CC_IDENTITY;
+	size_t l = line_len(p, hl, hl), tl = trim_eol(p, l);
 
 	if (dir == REEL_L7_REQ) {
 		size_t v = h->method_len + 1 + h->target_len + 1;
@@ -854,34 +853,7 @@ static void content_head(struct h1_conn *c, struct h1_entry *e, int dir, const u
 		reel_content_add(ct, REEL_CI_REASON, 0, NULL, 0, p + (tl > 12 ? 13 : tl),
 				 tl > 12 ? tl - 13 : 0, dir, 0);
 	}
-	for (i = l; i < hl;) {
-		const uint8_t *line = p + i, *colon, *v;
-		size_t ll = line_len(line, hl - i, hl - i), vl;
-
-		if (!ll)
-			break;
-		i += ll;
-		ll = trim_eol(line, ll);
-		if (!ll)
-			break;
-		colon = reel_l7_find(line, ll, ':');
-		if (!colon || line[0] == ' ' || line[0] == '\t') {
-			/* obsolete folding or junk: kept as a nameless field */
-			reel_content_add(ct, REEL_CI_HEADER, 0, NULL, 0, line, ll, dir, 0);
-			continue;
-		}
-		v = colon + 1;
-		vl = ll - (size_t)(v - line);
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-			vl--;
-		reel_content_add(ct, REEL_CI_HEADER, 0, line, (size_t)(colon - line), v, vl, dir,
-				 0);
-		if (colon - line == 16 && l7_span_ieq(line, 16, "content-encoding"))
-			cod = reel_content_coding_parse(v, vl);
-	}
-	c->d[dir].coding = cod;
+	c->d[dir].coding = reel_content_add_fields(ct, p + l, hl - l, (uint32_t)dir, 0);
 }
 
 static struct h1_entry *msg_entry(struct h1_conn *c, int dir)
@@ -1036,27 +1008,6 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	}
 	no_body = (!c->resp_orphan && e->head_req) || h->status == 204 || h->status == 304;
 	start_body(c, REEL_L7_RESP, h, no_body, pos + hl);
-}
-
-/* A trailer field line (line end trimmed). */
-static void content_trailer(struct h1_conn *c, int dir, const uint8_t *p, size_t l)
-{
-	struct reel_content *ct = &msg_entry(c, dir)->ct[dir];
-	const uint8_t *colon = reel_l7_find(p, l, ':'), *v;
-	size_t vl;
-
-	if (!colon) {
-		reel_content_add(ct, REEL_CI_HEADER, REEL_CIF_TRAILER, NULL, 0, p, l, dir, 0);
-		return;
-	}
-	v = colon + 1;
-	vl = l - (size_t)(v - p);
-	while (vl && (*v == ' ' || *v == '\t'))
-		v++, vl--;
-	while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-		vl--;
-	reel_content_add(ct, REEL_CI_HEADER, REEL_CIF_TRAILER, p, (size_t)(colon - p), v, vl, dir,
-			 0);
 }
 
 static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
@@ -1256,7 +1207,8 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 			d->state = H1_START;
 			finish_msg(c, dir, d->side.s.pos + l);
 		} else if (c->content && d->in_msg) {
-			content_trailer(c, dir, p, trim_eol(p, l));
+			reel_content_add_fields(&msg_entry(c, dir)->ct[dir], p, trim_eol(p, l),
+						(uint32_t)dir, REEL_CIF_TRAILER);
 		}
 		return l;
 	case H1_BODY_EOF:
