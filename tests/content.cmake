@@ -11,3 +11,6 @@ reel_fuzz_target(jsondiff LIBS reelreplay_internal)
 # --replay-to's response comparison (replay/txncmp.c).
 reel_unit_test(test_txncmp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_txncmp.c
 	LIBS reelreplay_internal)
+# What --replay-to does with a recorded and a live response (the tap's parse,
+# the HTTP/2 client session, the comparison): both are untrusted bytes.
+reel_fuzz_target(replayto LIBS reelreplay_internal)

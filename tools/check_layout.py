@@ -24,7 +24,7 @@ WHITE_BOX = {
     'tests/test_format.c', 'tests/fuzz/fuzz_reader.c',
     'tests/test_replay.c', 'tests/test_workq.c', 'tests/test_l7_util.h',
     'tests/fuzz/fuzz_l7.h', 'tests/test_content.c', 'tests/test_jsondiff.c',
-    'tests/test_txncmp.c', 'tests/fuzz/fuzz_jsondiff.c',
+    'tests/test_txncmp.c', 'tests/fuzz/fuzz_jsondiff.c', 'tests/fuzz/fuzz_replayto.c',
 }
 
 
