@@ -196,5 +196,7 @@ int reel_rt_h2_recv(struct rt_h2 *h, const uint8_t *p, size_t n)
 {
 	ssize_t k = nghttp2_session_mem_recv(h->s, p, n);
 
-	return k < 0 || (size_t)k != n ? -EPROTO : 0;
+	/* a connection error ends the session (GOAWAY queued) without failing
+	 * the call: it then wants to read no more */
+	return k < 0 || (size_t)k != n || !nghttp2_session_want_read(h->s) ? -EPROTO : 0;
 }

@@ -48,6 +48,7 @@ struct lane {
 	/* request bytes (HTTP/1, Redis) */
 	uint8_t *out;
 	size_t out_len, out_off;
+	uint64_t t0; /* mono() at the start of the run: times below count from it */
 	uint64_t started, deadline, connected;
 	uint64_t sent, received; /* bytes of cur */
 	/* the tap */
@@ -73,7 +74,34 @@ static double ms_of(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
+/* "TARGET: " and the message into g->err. */
+static void set_err(const struct lane *l, struct rt_got *g, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(const struct lane *l, struct rt_got *g, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	k = snprintf(g->err, sizeof(g->err), "%s: ", l->r->tgt[l->which].text);
+	va_start(ap, fmt);
+	if (k > 0 && (size_t)k < sizeof(g->err))
+		vsnprintf(g->err + k, sizeof(g->err) - (size_t)k, fmt, ap);
+	va_end(ap);
+}
+
 /* ---- the tap ---- */
+
+static bool has_reply(const struct rt_content *c)
+{
+	struct reel_content_view v = reel_rt_content_view(c);
+	const struct reel_citem *it;
+	uint32_t off = 0;
+
+	while ((it = reel_content_next(&v, &off)))
+		if (it->kind == REEL_CI_REDIS_REPLY)
+			return true;
+	return false;
+}
 
 static void tap_txn(void *ctx, const struct reel_txn *t)
 {
@@ -92,6 +120,21 @@ static void tap_txn(void *ctx, const struct reel_txn *t)
 	memset(&g->t.content, 0, sizeof(g->t.content));
 	if (reel_rt_content_copy(&g->c, &t->content))
 		snprintf(g->err, sizeof(g->err), "out of memory keeping the response");
+	else if ((t->flags & REEL_TXNF_PARTIAL) && !(l->cur->t.flags & REEL_TXNF_PARTIAL))
+		/* a body framed by its length or chunks, cut by the close */
+		set_err(l, g,
+			"connection closed by the target in the middle of the response after "
+			"%.3f ms (%" PRIu64 " bytes sent, %" PRIu64 " received)",
+			ms_of(mono() - l->t0 - l->started), l->sent, l->received);
+	else if (l->c->proto == REEL_PROTO_HTTP1 && (t->flags & REEL_TXNF_ERROR) &&
+		 !(l->cur->t.flags & REEL_TXNF_ERROR))
+		set_err(l, g,
+			"the response does not parse as HTTP/1 (%s; %" PRIu64 " bytes received)",
+			t->detail[0] ? t->detail : "bad framing", l->received);
+	else if (l->c->proto == REEL_PROTO_REDIS && !has_reply(&g->c))
+		set_err(l, g,
+			"the response does not parse as RESP (%s; %" PRIu64 " bytes received)",
+			t->detail[0] ? t->detail : "no reply", l->received);
 	g->done = true;
 }
 
@@ -181,14 +224,13 @@ static void fail(struct lane *l, uint64_t now, const char *fmt, ...)
 static void fail(struct lane *l, uint64_t now, const char *fmt, ...)
 {
 	struct rt_got *g = &l->cur->got[l->which];
+	char msg[256];
 	va_list ap;
-	int k;
 
-	k = snprintf(g->err, sizeof(g->err), "%s: ", l->r->tgt[l->which].text);
 	va_start(ap, fmt);
-	if (k > 0 && (size_t)k < sizeof(g->err))
-		vsnprintf(g->err + k, sizeof(g->err) - (size_t)k, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	set_err(l, g, "%s", msg);
 	g->done = true;
 	sock_close(l);
 	finish(l, now);
@@ -244,8 +286,8 @@ static void start(struct lane *l, uint64_t now)
 	if (l->fd < 0) {
 		err = sock_open(l);
 		if (err) {
-			fail(l, now, "connect failed after %.3f ms: %s", ms_of(mono() - now),
-			     strerror(-err));
+			fail(l, now, "connect failed after %.3f ms: %s",
+			     ms_of(mono() - l->t0 - now), strerror(-err));
 			return;
 		}
 		l->st = L_CONNECTING;
@@ -327,6 +369,22 @@ static bool want_write(const struct lane *l)
 	return l->h2 ? reel_rt_h2_want_write(l->h2) : l->out_off < l->out_len;
 }
 
+/* The length of p's first line, at most max. */
+static size_t line_of(const uint8_t *p, size_t n, size_t max)
+{
+	size_t i = 0;
+
+	while (i < n && i < max && p[i] != '\r' && p[i] != '\n')
+		i++;
+	return i;
+}
+
+/* An h2c target that is not one answers our preface with an HTTP/1 status. */
+static bool answers_http1(const uint8_t *p, size_t n)
+{
+	return n >= 7 && !memcmp(p, "HTTP/1.", 7);
+}
+
 static void do_read(struct lane *l, uint64_t now)
 {
 	uint8_t buf[65536];
@@ -357,10 +415,18 @@ static void do_read(struct lane *l, uint64_t now)
 				start(l, now);
 			else
 				fail(l, now,
-				     "connection closed by the target after %.3f ms with the "
-				     "response "
-				     "incomplete (%" PRIu64 " bytes sent, %" PRIu64 " received)",
-				     ms_of(now - l->started), l->sent, l->received);
+				     "connection closed by the target after %.3f ms without a "
+				     "complete %s response (%" PRIu64 " bytes sent, %" PRIu64
+				     " received)",
+				     ms_of(now - l->started), reel_proto_name(l->c->proto), l->sent,
+				     l->received);
+			return;
+		}
+		if (l->h2 && l->cur && !l->received && answers_http1(buf, (size_t)n)) {
+			fail(l, now,
+			     "the target answered in HTTP/1 (\"%.*s\"), not HTTP/2 with prior "
+			     "knowledge",
+			     (int)line_of(buf, (size_t)n, 40), (const char *)buf);
 			return;
 		}
 		l->received += (uint64_t)n;
@@ -440,6 +506,7 @@ int reel_rt_run(struct reel_replayto *r)
 		lanes[i].c = &r->conns[i % r->nconns];
 		lanes[i].which = i < r->nconns ? RT_LIVE : RT_BASE;
 		lanes[i].fd = -1;
+		lanes[i].t0 = t0;
 	}
 	do {
 		uint64_t now = mono() - t0, next = UINT64_MAX;

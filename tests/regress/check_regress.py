@@ -14,8 +14,10 @@ replay   --replay-to against svc.py (a JSON field changes on every call):
          the same service with --baseline gives 0 differences and exit 0,
          the changing field found as noise; a changed copy (one body field,
          one status) exactly those 2 transactions and exit 1; a closed port
-         an error per request with the reason, exit 1; the same for Redis
-         (a changed value found).
+         an error per request with the reason, exit 1; so do targets that
+         reset, answer garbage, cut a body, send a huge header block, stay
+         silent (timeout), or answer HTTP/2 in HTTP/1; the same for Redis
+         (a changed value found; garbage replies are errors).
 
 usage: check_regress.py REELCAP REELPLAY WORKDIR [PART...]   (exit 77: skipped)
 """
@@ -298,9 +300,55 @@ def part_har():
         check(sorted(got) == sorted(want) and out.split() == ["200", "/hello", "200", "/echo",
                                                              "404", "/nope"],
               "HTTP/2 HAR: URLs, statuses, body sizes = the client's (%s)" % got)
+    r, c, s = replay(rec, "--replay-to", "h2c://127.0.0.1:%d" % bad_target("cut"))
+    check(r.returncode == 1 and s.get("errors") == 3 and
+          all("answered in HTTP/1" in x["live"]["error"] for x in c),
+          "HTTP/2 replayed to an HTTP/1 server: 3 errors 'answered in HTTP/1', exit 1 (%s)" %
+          (c[0]["live"] if c else r.stderr.strip()))
 
 
 # ---- replay -----------------------------------------------------------------
+
+BAD_ANSWERS = {
+    "garbage": b"\x00\xff\xfe not a response \r\n\r\n" * 20,
+    "cut": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc",
+    "hugehead": b"HTTP/1.1 200 OK\r\nX: " + b"a" * 200000 + b"\r\n\r\n",
+    "resp-garbage": b"$99999999999\r\n*-5\r\nzz\r\n",
+}
+
+
+def bad_target(mode):
+    """A server on a free port that reads a request, then answers as `mode`
+    says (reset, silent, or one of BAD_ANSWERS) and closes."""
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def serve(conn):
+        with conn:
+            conn.recv(65536)
+            if mode == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            elif mode == "silent":
+                time.sleep(3)
+            else:
+                conn.sendall(BAD_ANSWERS[mode])
+
+    def loop():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+    BAD_SERVERS.append(srv)
+    return srv.getsockname()[1]
+
+
+BAD_SERVERS = []
+
 
 def replay(rec, *args):
     rep = os.path.join(WORK, "report.jsonl")
@@ -346,25 +394,19 @@ def part_replay():
     check(r.returncode == 1 and s.get("errors") == 5 and
           all("Connection refused" in x["live"]["error"] for x in c),
           "closed port: 5 errors, each 'connect failed ... Connection refused', exit 1")
-    # a target that accepts and resets
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    import threading
-
-    def rst():
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            conn.close()
-    threading.Thread(target=rst, daemon=True).start()
-    r, c, s = replay(rec, "--replay-to", "127.0.0.1:%d" % srv.getsockname()[1], "--timeout", "2")
-    check(r.returncode == 1 and s.get("errors") == 5 and r.returncode != -11,
-          "a target that resets: 5 errors, exit 1 (%s)" % (c[0]["live"] if c else None))
-    srv.close()
+    # targets that answer badly: an error per request with what explains it,
+    # exit 1, never a crash
+    for mode, want in (("reset", "Connection reset by peer"),
+                       ("garbage", "without a complete http1 response"),
+                       ("cut", "in the middle of the response"),
+                       ("hugehead", "does not parse as HTTP/1 (header block >"),
+                       ("silent", "no complete response within 1.0 s")):
+        port = bad_target(mode)
+        r, c, s = replay(rec, "--replay-to", "127.0.0.1:%d" % port, "--timeout", "1")
+        check(r.returncode == 1 and s.get("errors") == 5 and
+              all(want in x["live"]["error"] for x in c),
+              "a target that answers '%s': 5 errors '...%s...', exit 1 (got exit %d, %s)" %
+              (mode, want, r.returncode, c[0]["live"] if c else r.stderr.strip()))
     # Redis
     ra, rb = free_port(), free_port()
     for p in (ra, rb):
@@ -391,6 +433,11 @@ def part_replay():
     check(r.returncode == 1 and s.get("different") == 2 and
           all(d[1] == "reel:key" and "changed-value" in d[2] for d in diff),
           "redis, a changed value: the 2 GETs of reel:key different, exit 1 (%s)" % diff)
+    r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % bad_target("resp-garbage"))
+    check(r.returncode == 1 and s.get("errors", 0) >= 4 and
+          all("does not parse as RESP" in x["live"]["error"] for x in c),
+          "redis, a target that answers garbage: an error per request, exit 1 (%s)" %
+          (c[0]["live"] if c else r.stderr.strip()))
 
 
 def main():
