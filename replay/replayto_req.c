@@ -21,7 +21,7 @@ struct buf {
 
 static void put(struct buf *b, const void *s, size_t n)
 {
-	if (b->oom)
+	if (b->oom || !n) /* an empty value may come as NULL */
 		return;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 1024;

@@ -445,6 +445,11 @@ static void do_read(struct lane *l, uint64_t now)
 			return;
 		}
 		if (l->cur && l->cur->got[l->which].done) {
+			/* after an answer that did not parse, what follows on the
+			 * socket is not the next answer: the next request opens a
+			 * new connection */
+			if (l->cur->got[l->which].err[0])
+				sock_close(l);
 			finish(l, now);
 			return;
 		}
