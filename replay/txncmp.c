@@ -100,9 +100,12 @@ static bool name_ignored(const struct reel_cmp_opts *o, const uint8_t *n, size_t
 	return false;
 }
 
+/* A response header field; trailers are not compared (gRPC's status and
+ * message are, by cmp_grpc). */
 static bool is_resp_header(const struct reel_citem *it)
 {
-	return it->kind == REEL_CI_HEADER && it->a == REEL_L7_RESP;
+	return it->kind == REEL_CI_HEADER && it->a == REEL_L7_RESP &&
+	       !(it->flags & REEL_CIF_TRAILER);
 }
 
 static bool same_name(const struct reel_citem *x, const struct reel_citem *y)
@@ -158,8 +161,8 @@ static void cmp_header_names(const struct reel_cmp_opts *o, const struct reel_co
 	while ((h = reel_content_next(x, &off))) {
 		char where[300], name[256], ta[112], tb[112];
 
-		if (!is_resp_header(h) || (h->flags & REEL_CIF_TRAILER) ||
-		    name_ignored(o, reel_citem_value(h), h->nlen) || !first_of_name(x, h))
+		if (!is_resp_header(h) || name_ignored(o, reel_citem_value(h), h->nlen) ||
+		    !first_of_name(x, h))
 			continue;
 		lower_name(name, sizeof(name), h);
 		snprintf(where, sizeof(where), "header %s", name);
