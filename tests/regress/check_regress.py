@@ -39,6 +39,9 @@ REELCAP, REELPLAY, WORK = sys.argv[1:4]
 PARTS = sys.argv[4:] or ["content", "har", "replay"]
 PROCS = []
 FAILS = []
+# what the content checks compared, printed at the end of part_content
+TALLY = {"req_headers": 0, "resp_headers": 0, "body_bytes": 0, "redis_args": 0,
+         "redis_replies": 0, "sql_texts": 0, "bind_params": 0, "rows": 0, "cells": 0}
 
 
 def check(cond, what):
@@ -137,12 +140,15 @@ def part_content():
     for i, t in enumerate(txns[:4]):
         truth = curl_truth(open("%s/%d.err" % (bodies, i + 1)).read())[0]
         h = t["http"]
+        TALLY["req_headers"] += len(truth["req"])
+        TALLY["resp_headers"] += len(truth["resp"])
         check(h["req"]["headers"] == truth["req"],
               "curl %s: request headers in order, exactly as curl sent them" % t["target"])
         check(h["resp"]["headers"] == truth["resp"],
               "curl %s: response headers in order, exactly as received" % t["target"])
         got = open("%s/%d" % (bodies, i + 1), "rb").read()
         b = h["resp"].get("body")
+        TALLY["body_bytes"] += len(body_bytes(b))
         if t["target"] == "/gz":
             check(b["coding"] == "gzip" and b["decoded"] and
                   body_bytes(b) == gzip.decompress(got) and b["size"] == len(got),
@@ -154,6 +160,7 @@ def part_content():
             check(body_bytes(b) == got and "cut" not in b,
                   "curl %s: response body byte for byte" % t["target"])
     post = txns[1]["http"]["req"]["body"]
+    TALLY["body_bytes"] += len(body_bytes(post))
     check(body_bytes(post) == b'{"k":[1,"x"]}', "curl POST: request body byte for byte")
     # a body that a hole cut: the snaplen keeps 512 bytes of each write
     rec, _, _ = capture("http_hole", port, "curl -s -o /dev/null %s/big/20000" % u,
@@ -166,6 +173,11 @@ def part_content():
           b.get("holes", [])[:2])
     part_redis_content()
     part_pg_content()
+    print("content compared: %d request and %d response headers, %d body bytes, "
+          "%d Redis arguments, %d Redis reply values, %d SQL texts, %d bind parameters, "
+          "%d rows (%d cells)" % tuple(TALLY[k] for k in (
+              "req_headers", "resp_headers", "body_bytes", "redis_args", "redis_replies",
+              "sql_texts", "bind_params", "rows", "cells")))
 
 
 def part_redis_content():
@@ -183,6 +195,8 @@ def part_redis_content():
     check(args[1:] == [["SET", "reel:key", "hello-reel"], ["GET", "reel:key"],
                        ["RPUSH", "reel:list", "a", "bb", "c c"], ["LRANGE", "reel:list", "0", "-1"]],
           "redis: every argument exactly as sent (%s)" % args[1:])
+    TALLY["redis_args"] += sum(len(a) for a in args[1:])
+    TALLY["redis_replies"] += 6  # OK, hello-reel, 3, a, bb, c c
     rep = [t["redis"]["reply"] for t in rt[1:]]
     check(rep[0] == {"type": "simple", "value": "OK"} and
           rep[1] == {"type": "bulk", "value": "hello-reel"} and
@@ -209,7 +223,8 @@ def part_pg_content():
     time.sleep(0.5)
     script = os.path.join(d, "bind.sql")
     with open(script, "w") as f:
-        f.write("\\set v 41\nSELECT :v::int + 1 AS answer, 'bound-text' AS label;\n")
+        f.write("\\set v 41\n\\set w 7\n"
+                "SELECT :v::int + 1 AS answer, :w::int * 3 AS thrice, 'bound-text' AS label;\n")
     sql = ("CREATE TABLE reel_t (id int, name text); "
            "INSERT INTO reel_t VALUES (1, 'apple'), (2, NULL); "
            "SELECT id, name FROM reel_t ORDER BY id;")
@@ -222,6 +237,9 @@ def part_pg_content():
     check(len(q) == 1, "psql: the whole SQL text exactly as sent")
     if q:
         s = q[0]["sql"]
+        TALLY["sql_texts"] += 1
+        TALLY["rows"] += len(s.get("rows", []))
+        TALLY["cells"] += sum(len(r) for r in s.get("rows", []))
         check(s.get("columns") == ["id", "name"] and s.get("rows") == [["1", "apple"],
                                                                       ["2", None]],
               "psql: columns and rows (NULL as null): %s %s" % (s.get("columns"), s.get("rows")))
@@ -229,9 +247,15 @@ def part_pg_content():
     check(len(b) == 1, "pgbench -M extended: the Parse query text ($1)")
     if b:
         s = b[0]["sql"]
-        check(s.get("params") == ["41"] and s.get("columns") == ["answer", "label"] and
-              s.get("rows") == [["42", "bound-text"]] and s.get("tag") == "SELECT 1",
-              "pgbench: bind parameter 41, columns, first row [42, bound-text], tag: %s" % s)
+        TALLY["sql_texts"] += 1
+        TALLY["bind_params"] += len(s.get("params", []))
+        TALLY["rows"] += len(s.get("rows", []))
+        TALLY["cells"] += sum(len(r) for r in s.get("rows", []))
+        check(s.get("params") == ["41", "7"] and
+              s.get("columns") == ["answer", "thrice", "label"] and
+              s.get("rows") == [["42", "21", "bound-text"]] and s.get("tag") == "SELECT 1",
+              "pgbench: bind parameters 41 and 7, columns, first row [42, 21, bound-text], "
+              "tag: %s" % s)
 
 
 # ---- HAR ----------------------------------------------------------------------
