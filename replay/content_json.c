@@ -663,7 +663,7 @@ static void put_dns_rrs(struct reel_sb *sb, const struct reel_content_view *v, c
 		reel_sb_puts(sb, ",\"ttl\":");
 		reel_sb_u64(sb, it->b);
 		reel_sb_puts(sb, ",\"data\":");
-		put_str(sb, val(it), vlen(it));
+		put_blob(sb, it);
 		reel_sb_putc(sb, '}');
 	}
 	if (!first)

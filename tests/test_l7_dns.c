@@ -342,6 +342,56 @@ static void test_garbage(void **state)
 	}
 }
 
+/* ---- full content (want_content) ---- */
+
+/* id 0x0043 mx.test MX: MX 10 mail.mx.test and TXT "v=1" "x y" (answers),
+ * SOA (authority), OPT (additional). */
+static const uint8_t q_mx[] = {0x00, 0x43, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+			       0x00, 0x00, 0x00, 0x02, 0x6d, 0x78, 0x04, 0x74, 0x65,
+			       0x73, 0x74, 0x00, 0x00, 0x0f, 0x00, 0x01};
+static const uint8_t r_mx[] = {
+	0x00, 0x43, 0x81, 0x80, 0x00, 0x01, 0x00, 0x02, 0x00, 0x01, 0x00, 0x01, 0x02, 0x6d,
+	0x78, 0x04, 0x74, 0x65, 0x73, 0x74, 0x00, 0x00, 0x0f, 0x00, 0x01, 0xc0, 0x0c, 0x00,
+	0x0f, 0x00, 0x01, 0x00, 0x00, 0x0e, 0x10, 0x00, 0x09, 0x00, 0x0a, 0x04, 0x6d, 0x61,
+	0x69, 0x6c, 0xc0, 0x0c, 0xc0, 0x0c, 0x00, 0x10, 0x00, 0x01, 0x00, 0x00, 0x00, 0x3c,
+	0x00, 0x08, 0x03, 0x76, 0x3d, 0x31, 0x03, 0x78, 0x20, 0x79, 0xc0, 0x0c, 0x00, 0x06,
+	0x00, 0x01, 0x00, 0x01, 0x51, 0x80, 0x00, 0x21, 0x02, 0x6e, 0x73, 0xc0, 0x0c, 0x05,
+	0x61, 0x64, 0x6d, 0x69, 0x6e, 0xc0, 0x0c, 0x78, 0xc4, 0x05, 0xf5, 0x00, 0x00, 0x1c,
+	0x20, 0x00, 0x00, 0x03, 0x84, 0x00, 0x12, 0x75, 0x00, 0x00, 0x00, 0x01, 0x2c, 0x00,
+	0x00, 0x29, 0x04, 0xd0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+
+static void test_content(void **state)
+{
+	static const struct op ops[] = {
+		REQB(q_a, sizeof(q_a)),	   RESPB(r_a, sizeof(r_a)),  REQB(q_nx, sizeof(q_nx)),
+		RESPB(r_nx, sizeof(r_nx)), REQB(q_mx, sizeof(q_mx)), RESPB(r_mx, sizeof(r_mx)),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops_content(dns(), ops, NOPS(ops), true, 0, &out);
+	assert_int_equal(out.n, 3);
+	assert_string_equal(
+		out.cj[0], ",\"dns\":{\"questions\":[{\"name\":\"example.test\",\"type\":\"A\","
+			   "\"class\":1}],\"answers\":[{\"name\":\"example.test\",\"type\":"
+			   "\"CNAME\",\"ttl\":300,\"data\":\"www.example.test\"},{\"name\":"
+			   "\"example.test\",\"type\":\"A\",\"ttl\":300,\"data\":\"192.0.2.7\"}]}");
+	assert_string_equal(out.cj[1], ",\"dns\":{\"questions\":[{\"name\":\"nope.test\","
+				       "\"type\":\"MX\",\"class\":1}]}");
+	assert_string_equal(
+		out.cj[2],
+		",\"dns\":{\"questions\":[{\"name\":\"mx.test\",\"type\":\"MX\",\"class\":1}],"
+		"\"answers\":[{\"name\":\"mx.test\",\"type\":\"MX\",\"ttl\":3600,\"data\":"
+		"\"10 mail.mx.test\"},{\"name\":\"mx.test\",\"type\":\"TXT\",\"ttl\":60,"
+		"\"data\":\"\\\"v=1\\\" \\\"x y\\\"\"}],\"authority\":[{\"name\":\"mx.test\","
+		"\"type\":\"SOA\",\"ttl\":86400,\"data\":\"ns.mx.test admin.mx.test 2026112501 "
+		"7200 900 1209600 300\"}],\"additional\":[{\"name\":\".\",\"type\":\"OPT\","
+		"\"ttl\":0,\"data\":\"\"}]}");
+	/* values cut at 4 bytes, flagged */
+	run_ops_content(dns(), ops, 2, true, 4, &out);
+	assert_non_null(strstr(out.cj[0], "\"data\":{\"text\":\"192.\",\"size\":9,\"cut\":true}"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_tcp),	   cmocka_unit_test(test_tcp_holes),
 		cmocka_unit_test(test_tcp_resync), cmocka_unit_test(test_name_loops),
 		cmocka_unit_test(test_detect),	   cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_content),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

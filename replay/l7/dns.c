@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "content.h"
 #include "l7_internal.h"
 
 #define DNS_PENDING	32
@@ -46,6 +47,8 @@ struct dns_conn {
 	struct dns_dir d[2];
 	struct dns_pending q[DNS_PENDING];
 	uint64_t seq;
+	bool content;		/* want_content: a response's records as content */
+	struct reel_content ct; /* of the response being emitted */
 };
 
 struct dns_msg {
@@ -261,6 +264,89 @@ static void set_question(struct reel_txn *t, const struct dns_msg *m)
 			  strlen(type_name(m->qtype, tbuf, sizeof(tbuf))));
 }
 
+/* ---- content (want_content) ---- */
+
+#define DNS_MAX_RRS 64 /* records kept per response, all sections */
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The record data msg[off, off + len) as text: addresses, names, MX, SRV,
+ * SOA, TXT; other types in hex (as far as it fits). Names may point back
+ * into msg. */
+static void rdata_text(const uint8_t *msg, size_t off, uint16_t type, uint16_t len, char *out,
+		       size_t sz)
+{
+	const uint8_t *rd = msg + off;
+	size_t end = off + len, o;
+	char a[300], b[300];
+
+	out[0] = '\0';
+	if (type == 1 && len == 4) {
+		snprintf(out, sz, "%u.%u.%u.%u", rd[0], rd[1], rd[2], rd[3]);
+	} else if (type == 28 && len == 16) {
+		if (!inet_ntop(AF_INET6, rd, out, (socklen_t)sz))
+			out[0] = '\0';
+	} else if ((type == 2 || type == 5 || type == 12) &&
+		   read_name(msg, end, off, out, sz, NULL)) {
+	} else if (type == 15 && len > 2 && read_name(msg, end, off + 2, a, sizeof(a), NULL)) {
+		snprintf(out, sz, "%u %s", rd16(rd), a);
+	} else if (type == 33 && len > 6 && read_name(msg, end, off + 6, a, sizeof(a), NULL)) {
+		snprintf(out, sz, "%u %u %u %s", rd16(rd), rd16(rd + 2), rd16(rd + 4), a);
+	} else if (type == 6 && read_name(msg, end, off, a, sizeof(a), &o) &&
+		   read_name(msg, end, o, b, sizeof(b), &o) && o + 20 == end) {
+		snprintf(out, sz, "%s %s %u %u %u %u %u", a, b, rd32(msg + o), rd32(msg + o + 4),
+			 rd32(msg + o + 8), rd32(msg + o + 12), rd32(msg + o + 16));
+	} else if (type == 16) {
+		/* character-strings, each quoted */
+		for (o = off; o < end && o + 1 + msg[o] <= end; o += 1u + msg[o]) {
+			reel_l7_append_text(out, sz, out[0] ? " \"" : "\"", out[0] ? 2 : 1);
+			reel_l7_append_text(out, sz, msg + o + 1, msg[o]);
+			reel_l7_append_text(out, sz, "\"", 1);
+		}
+	} else {
+		for (o = 0; o < len && 2 * o + 3 <= sz; o++)
+			snprintf(out + 2 * o, sz - 2 * o, "%02x", rd[o]);
+	}
+}
+
+/* The questions and records of a response msg[0, n) into c->ct; a record
+ * cut short or malformed ends the walk. */
+static void content_msg(struct dns_conn *c, const uint8_t *msg, size_t n, const struct dns_msg *m)
+{
+	size_t off = 12;
+	char name[300], text[1024];
+	unsigned nrr = (unsigned)m->an + m->ns + m->ar;
+
+	reel_content_reset(&c->ct);
+	for (unsigned i = 0; i < m->qd && i < 8; i++) {
+		if (!read_name(msg, n, off, name, sizeof(name), &off) || off + 4 > n)
+			return;
+		reel_content_add(&c->ct, REEL_CI_DNS_Q, 0, name, strlen(name), NULL, 0,
+				 rd16(msg + off), rd16(msg + off + 2));
+		off += 4;
+	}
+	for (unsigned i = 0; i < nrr && i < DNS_MAX_RRS; i++) {
+		uint16_t type, len,
+			sect = i < m->an		     ? 0
+			       : i < (unsigned)m->an + m->ns ? REEL_CIF_AUTH
+							     : REEL_CIF_ADDL;
+
+		if (!read_name(msg, n, off, name, sizeof(name), &off) || off + 10 > n)
+			return;
+		type = rd16(msg + off);
+		len = rd16(msg + off + 8);
+		if (off + 10 + len > n)
+			return;
+		rdata_text(msg, off + 10, type, len, text, sizeof(text));
+		reel_content_add(&c->ct, REEL_CI_DNS_RR, sect, name, strlen(name), text,
+				 strlen(text), type, rd32(msg + off + 4));
+		off += 10u + len;
+	}
+}
+
 /*
  * One message msg[0, n) (n may be short of `wire` when cut by a hole) whose
  * first byte (or length prefix) is at `pos`; `flags` are hole flags to add.
@@ -327,6 +413,10 @@ static void on_message(struct dns_conn *c, int dir, const uint8_t *msg, size_t n
 		t.resp_bytes = wire;
 		t.resp_stream_pos = pos;
 		describe_answers(msg, n, &m, t.detail, sizeof(t.detail));
+		if (c->content) {
+			content_msg(c, msg, n, &m);
+			t.content = reel_content_view(&c->ct);
+		}
 		reel_l7_emit_txn(&c->l7, &t);
 	}
 }
@@ -410,6 +500,23 @@ static void *dns_new(bool datagram)
 	reel_l7_conn_init(&c->l7, consume, &c->d[REEL_L7_REQ].side, &c->d[REEL_L7_RESP].side,
 			  2 + 65535);
 	return c;
+}
+
+static void dns_free(void *st)
+{
+	struct dns_conn *c = st;
+
+	if (c && c->content)
+		reel_content_free(&c->ct);
+	reel_l7_conn_free(c);
+}
+
+static void dns_want_content(void *st, uint64_t value_max)
+{
+	struct dns_conn *c = st;
+
+	c->content = true;
+	reel_content_init(&c->ct, value_max);
 }
 
 static void dns_data(void *st, enum reel_l7_dir dir, uint64_t ts, uint64_t pos, const uint8_t *data,
@@ -546,7 +653,7 @@ const struct reel_l7_parser reel_l7_dns = {
 	.name = "dns",
 	.detect = dns_detect,
 	.new_state = dns_new,
-	.free_state = reel_l7_conn_free,
+	.free_state = dns_free,
 	.data = dns_data,
 	.hole = dns_hole,
 	.close = dns_close,
@@ -555,4 +662,5 @@ const struct reel_l7_parser reel_l7_dns = {
 	.tshark = "dns",
 	.tshark_ports = tshark_ports,
 	.is_error = dns_error,
+	.want_content = dns_want_content,
 };
