@@ -305,12 +305,82 @@ static void test_garbage(void **state)
 	}
 }
 
+/* ---- full content (want_content) ---- */
+
+static void test_content(void **state)
+{
+	static struct collect out;
+
+	(void)state;
+	build();
+	{
+		const struct op ops[] = {RESPB(ss.b, 4 + ss.b[0]), REQB(cs.b, cs.n),
+					 RESPB(ss.b + 4 + ss.b[0], ss.n - 4 - ss.b[0]),
+					 REQB(cq.b, cq.n), RESPB(sq.b, sq.n)};
+
+		run_ops_content(my(), ops, NOPS(ops), false, 0, &out);
+	}
+	assert_int_equal(out.n, 9);
+	assert_string_equal(out.cj[0], "");
+	assert_string_equal(out.cj[1], ",\"sql\":{\"query\":\"SELECT id, name FROM t\",\"columns\":"
+				       "[\"id\",\"name\"],\"rows\":[[\"1\",\"abc\"],[\"2\",null]],"
+				       "\"rows_total\":2,\"tag\":\"rows=2\"}");
+	assert_string_equal(out.cj[2], ",\"sql\":{\"query\":\"SELECT * FROM nope\",\"error\":{"
+				       "\"code\":\"42S02\",\"message\":\"Table 'shop.nope' doesn't "
+				       "exist\"}}");
+	assert_string_equal(out.cj[3], ",\"sql\":{\"query\":\"SELECT 1\",\"columns\":[\"1\"],"
+				       "\"rows\":[[\"1\"]],\"rows_total\":1,\"tag\":\"rows=1\"}");
+	assert_string_equal(out.cj[4], ",\"sql\":{\"query\":\"SELECT ? + 1\"}");
+	/* executed before the PREPARE answer came: the text, not the values */
+	assert_string_equal(out.cj[5], ",\"sql\":{\"query\":\"SELECT ? + 1\",\"columns\":[\"? + "
+				       "1\"],\"rows_total\":1,\"tag\":\"rows=1\"}");
+	assert_string_equal(out.cj[6], ",\"sql\":{\"query\":\"UPDATE t SET name='x' WHERE id=2\","
+				       "\"tag\":\"affected=1\"}");
+	assert_string_equal(out.cj[7], "");
+	assert_string_equal(out.cj[8], "");
+}
+
+/* EXECUTE after its PREPARE answer: the bind parameters decoded. */
+static void test_content_params(void **state)
+{
+	static struct buf c1, s1, c2, s2;
+	static struct collect out;
+	/* stmt 9, 4 params: LONGLONG -5, VAR_STRING "héllo", NULL, DOUBLE 2.5 */
+	static const uint8_t exec[] = {0x17, 9,	   0,	 0,    0,    0,	   1,	 0,    0,
+				       0,    0x04, 1,	 0x08, 0x00, 0xfd, 0x00, 0x06, 0x00,
+				       0x05, 0x00, 0xfb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+				       0xff, 6,	   'h',	 0xc3, 0xa9, 'l',  'l',	 'o',  0,
+				       0,    0,	   0,	 0,    0,    0x04, 0x40};
+
+	(void)state;
+	c1.n = s1.n = c2.n = s2.n = 0;
+	PKT(&c1, 0, "\x16SELECT ?, ?, ?, ?");
+	PKT(&s1, 1, "\x00\x09\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00");
+	coldef(&s1, 2, "?");
+	coldef(&s1, 3, "?");
+	coldef(&s1, 4, "?");
+	coldef(&s1, 5, "?");
+	pkt(&c2, 0, exec, sizeof(exec));
+	PKT(&s2, 1, "\x00\x00\x00\x02\x00\x00\x00");
+	{
+		const struct op ops[] = {REQB(c1.b, c1.n), RESPB(s1.b, s1.n), REQB(c2.b, c2.n),
+					 RESPB(s2.b, s2.n)};
+
+		run_ops_content(my(), ops, NOPS(ops), false, 0, &out);
+	}
+	assert_int_equal(out.n, 2);
+	assert_string_equal(out.cj[1],
+			    ",\"sql\":{\"query\":\"SELECT ?, ?, ?, ?\",\"params\":["
+			    "\"-5\",\"h\u00e9llo\",null,\"2.5\"],\"tag\":\"affected=0\"}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_session), cmocka_unit_test(test_ssl),
 		cmocka_unit_test(test_holes),	cmocka_unit_test(test_req_hole_resync),
 		cmocka_unit_test(test_detect),	cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_content), cmocka_unit_test(test_content_params),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "content.h"
 #include "l7_internal.h"
 
 #define MY_KEEP		 4096
@@ -22,6 +23,7 @@
 #define CAP_SSL		 0x00000800u
 #define CAP_QATTRS	 0x08000000u
 #define SRV_MORE_RESULTS 0x0008
+#define MY_ROWS_KEEP	 16 /* text rows kept per transaction with the content */
 
 enum { NO = 0, YES = 1, MORE = 2 };
 
@@ -54,10 +56,15 @@ struct my_dir {
 	uint8_t last_seq;
 };
 
+#define MY_PARAMS_MAX 64 /* bind parameters decoded per EXECUTE */
+
 struct my_stmt {
 	uint32_t id;
 	bool used;
 	char sql[REEL_TXN_TEXT_MAX];
+	int nparams;		       /* from the PREPARE answer */
+	uint16_t types[MY_PARAMS_MAX]; /* as last bound */
+	bool typed;
 };
 
 struct my_conn {
@@ -74,6 +81,10 @@ struct my_conn {
 	bool more_results;
 	struct my_stmt stmts[MY_STMTS];
 	unsigned next_stmt;
+	/* want_content: per queue slot; the column count of the result set */
+	bool content;
+	struct reel_content qct[MY_QUEUE];
+	uint64_t ncols;
 };
 
 static uint32_t rd24(const uint8_t *p)
@@ -124,6 +135,194 @@ static bool lenenc(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
 	return true;
 }
 
+/* ---- content (want_content) ---- */
+
+static struct reel_content *ct_of(struct my_conn *c, struct my_pending *e)
+{
+	uintptr_t q = (uintptr_t)c->q, x = (uintptr_t)e;
+
+	if (!c->content || x < q || x >= q + sizeof(c->q))
+		return NULL; /* an orphan: no content */
+	return &c->qct[(x - q) / sizeof(c->q[0])];
+}
+
+static void emit(struct my_conn *c, struct my_pending *e)
+{
+	struct reel_content *ct = ct_of(c, e);
+
+	if (ct) {
+		if (e->rows)
+			reel_content_add(ct, REEL_CI_SQL_ROWS, 0, NULL, 0, NULL, 0, 0, e->rows);
+		if (!(e->t.flags & REEL_TXNF_ERROR) && e->resp_seen &&
+		    (e->cmd == 0x03 || e->cmd == 0x17 || e->cmd == 0x1c) &&
+		    (!strncmp(e->t.detail, "rows=", 5) || !strncmp(e->t.detail, "affected=", 9)))
+			reel_content_add(ct, REEL_CI_SQL_TAG, 0, NULL, 0, e->t.detail,
+					 strlen(e->t.detail), 0, 0);
+		e->t.content = reel_content_view(ct);
+	}
+	reel_l7_emit_txn(&c->l7, &e->t);
+	memset(&e->t.content, 0, sizeof(e->t.content));
+}
+
+/* A length-encoded string at p[*off] of p[0, n) as an item of kind k (a
+ * NULL cell when it is 0xfb); false when cut (what is there is kept). */
+static bool content_lenstr(struct reel_content *ct, enum reel_ci_kind k, const uint8_t *p, size_t n,
+			   size_t *off)
+{
+	uint64_t l;
+
+	if (*off < n && p[*off] == 0xfb) {
+		reel_content_add(ct, k, REEL_CIF_NULL, NULL, 0, NULL, 0, 0, 0);
+		(*off)++;
+		return true;
+	}
+	if (!lenenc(p, n, off, &l))
+		return false;
+	if (l > n - *off) {
+		reel_content_add_part(ct, k, 0, NULL, 0, p + *off, n - *off, l, 0, 0);
+		*off = n;
+		return false;
+	}
+	reel_content_add(ct, k, 0, NULL, 0, p + *off, (size_t)l, 0, 0);
+	*off += (size_t)l;
+	return true;
+}
+
+/* A column definition (protocol 41): catalog, schema, table, org_table,
+ * then the name, kept. */
+static void content_column(struct reel_content *ct, const uint8_t *p, size_t n)
+{
+	size_t off = 0;
+	uint64_t l;
+
+	for (int i = 0; i < 4; i++) {
+		if (!lenenc(p, n, &off, &l) || l > n - off)
+			return;
+		off += (size_t)l;
+	}
+	content_lenstr(ct, REEL_CI_SQL_COLUMN, p, n, &off);
+}
+
+/* A text-protocol row: ncols length-encoded strings or NULLs. */
+static void content_row(struct reel_content *ct, const uint8_t *p, size_t n, uint64_t ncols)
+{
+	size_t off = 0;
+
+	reel_content_add(ct, REEL_CI_SQL_ROW, 0, NULL, 0, NULL, 0, (uint32_t)ncols, 0);
+	for (uint64_t k = 0; k < ncols; k++)
+		if (!content_lenstr(ct, REEL_CI_SQL_CELL, p, n, &off))
+			return;
+}
+
+/* One binary-protocol value of `type` at p[*off] as text into out; false
+ * when the type is not decoded or the value is cut. */
+static bool bin_value(uint16_t type, const uint8_t *p, size_t n, size_t *off, char *out, size_t sz,
+		      const uint8_t **str, size_t *slen)
+{
+	static const uint8_t width[256] = {
+		[1] = 1, [2] = 2, [13] = 2, [3] = 4, [9] = 4, [8] = 8, [4] = 4, [5] = 8};
+	uint8_t t = (uint8_t)type, w = width[t];
+	bool uns = type & 0x8000;
+	uint64_t v = 0, l;
+
+	*str = NULL;
+	if (w) {
+		if (n - *off < w)
+			return false;
+		for (unsigned k = 0; k < w; k++)
+			v |= (uint64_t)p[*off + k] << (8 * k);
+		*off += w;
+		if (t == 4) {
+			float f;
+			uint32_t u = (uint32_t)v;
+
+			memcpy(&f, &u, 4);
+			snprintf(out, sz, "%.9g", (double)f);
+		} else if (t == 5) {
+			double d;
+
+			memcpy(&d, &v, 8);
+			snprintf(out, sz, "%.17g", d);
+		} else if (uns || w == 8) {
+			if (!uns && w == 8)
+				snprintf(out, sz, "%lld", (long long)v);
+			else
+				snprintf(out, sz, "%llu", (unsigned long long)v);
+		} else {
+			int64_t sv = w == 1 ? (int8_t)v : w == 2 ? (int16_t)v : (int32_t)v;
+
+			snprintf(out, sz, "%lld", (long long)sv);
+		}
+		return true;
+	}
+	if (t == 7 || t == 10 || t == 12) { /* TIMESTAMP, DATE, DATETIME */
+		const uint8_t *d = p + *off + 1;
+
+		if (*off >= n || n - *off - 1 < p[*off])
+			return false;
+		l = p[*off];
+		if (l >= 4)
+			snprintf(out, sz, "%04u-%02u-%02u", d[0] | d[1] << 8, d[2], d[3]);
+		else
+			snprintf(out, sz, "0000-00-00");
+		if (l >= 7)
+			snprintf(out + strlen(out), sz - strlen(out), " %02u:%02u:%02u", d[4], d[5],
+				 d[6]);
+		*off += 1 + (size_t)l;
+		return true;
+	}
+	if (t == 0 || t == 15 || t == 16 || (t >= 245 && t <= 254)) { /* strings, decimals */
+		if (!lenenc(p, n, off, &l) || l > n - *off)
+			return false;
+		*str = p + *off;
+		*slen = (size_t)l;
+		*off += (size_t)l;
+		return true;
+	}
+	return false;
+}
+
+/* COM_STMT_EXECUTE's bind parameters p[off, n) (after the iteration
+ * count), decoded with the statement's parameter count and types. */
+static void content_params(struct reel_content *ct, struct my_stmt *s, const uint8_t *p, size_t n,
+			   size_t off)
+{
+	int np = s->nparams;
+	size_t nb = ((size_t)np + 7) / 8, voff;
+	char text[64];
+
+	if (np <= 0 || np > MY_PARAMS_MAX || off + nb + 1 > n)
+		return;
+	voff = off + nb + 1;
+	if (p[off + nb] == 1) { /* new types bound */
+		if (voff + 2 * (size_t)np > n)
+			return;
+		for (int i = 0; i < np; i++)
+			s->types[i] = rd16le(p + voff + 2 * (size_t)i);
+		s->typed = true;
+		voff += 2 * (size_t)np;
+	}
+	if (!s->typed)
+		return;
+	for (int i = 0; i < np; i++) {
+		const uint8_t *str;
+		size_t sl = 0;
+
+		if (p[off + (size_t)i / 8] & (1u << (i % 8)) || (uint8_t)s->types[i] == 6) {
+			reel_content_add(ct, REEL_CI_SQL_PARAM, REEL_CIF_NULL, NULL, 0, NULL, 0, 0,
+					 0);
+			continue;
+		}
+		if (!bin_value(s->types[i], p, n, &voff, text, sizeof(text), &str, &sl))
+			return;
+		if (str)
+			reel_content_add(ct, REEL_CI_SQL_PARAM, 0, NULL, 0, str, sl, 0, 0);
+		else
+			reel_content_add(ct, REEL_CI_SQL_PARAM, 0, NULL, 0, text, strlen(text), 0,
+					 0);
+	}
+}
+
 /* ---- requests ---- */
 
 static struct my_pending *push(struct my_conn *c, uint8_t cmd, const char *method, uint64_t pos,
@@ -135,13 +334,15 @@ static struct my_pending *push(struct my_conn *c, uint8_t cmd, const char *metho
 	if (c->tail - c->head == MY_QUEUE) {
 		e = &c->q[c->head++ % MY_QUEUE];
 		e->t.flags |= REEL_TXNF_NO_RESP;
-		reel_l7_emit_txn(&c->l7, &e->t);
+		emit(c, e);
 		c->rs = R_FIRST;
 	}
 	if (c->head == c->tail)
 		c->rs = R_FIRST, c->more_results = false;
 	e = &c->q[c->tail++ % MY_QUEUE];
 	memset(e, 0, sizeof(*e));
+	if (c->content)
+		reel_content_reset(ct_of(c, e));
 	reel_l7_txn_init(&e->t, REEL_PROTO_MYSQL);
 	e->cmd = cmd;
 	reel_l7_copy_text(e->t.method, sizeof(e->t.method), method, strlen(method));
@@ -156,7 +357,7 @@ static struct my_pending *push(struct my_conn *c, uint8_t cmd, const char *metho
 static void flush(struct my_conn *c)
 {
 	while (c->head < c->tail && c->q[c->head % MY_QUEUE].no_resp)
-		reel_l7_emit_txn(&c->l7, &c->q[c->head++ % MY_QUEUE].t);
+		emit(c, &c->q[c->head++ % MY_QUEUE]);
 }
 
 static const char *cmd_name(uint8_t cmd)
@@ -256,6 +457,9 @@ static void command(struct my_conn *c, const uint8_t *p, size_t n, uint64_t pos,
 	case 0x16:
 		if (off < n)
 			reel_l7_copy_text(e->t.target, sizeof(e->t.target), p + off, n - off);
+		if (c->content && cmd != 0x02 && off <= n)
+			reel_content_add_part(ct_of(c, e), REEL_CI_SQL_QUERY, 0, NULL, 0, p + off,
+					      n - off, len - off, 0, 0);
 		if (cmd == 0x16 && off < n)
 			reel_l7_copy_text(e->sql, sizeof(e->sql), p + off, n - off);
 		break;
@@ -272,6 +476,14 @@ static void command(struct my_conn *c, const uint8_t *p, size_t n, uint64_t pos,
 				if (c->stmts[i].used && c->stmts[i].id == id) {
 					reel_l7_copy_text(e->t.target, sizeof(e->t.target),
 							  c->stmts[i].sql, strlen(c->stmts[i].sql));
+					if (c->content && cmd == 0x17) {
+						reel_content_add(ct_of(c, e), REEL_CI_SQL_QUERY, 0,
+								 NULL, 0, c->stmts[i].sql,
+								 strlen(c->stmts[i].sql), 0, 0);
+						if (!(c->caps & CAP_QATTRS))
+							content_params(ct_of(c, e), &c->stmts[i], p,
+								       n, 10);
+					}
 					if (cmd == 0x19)
 						c->stmts[i].used = false;
 				}
@@ -310,27 +522,37 @@ static void finish(struct my_conn *c, struct my_pending *e, uint64_t end)
 	if (e->cmd == 0x17 && !strncmp(e->t.target, "stmt=", 5)) {
 		/* Executed before we saw its PREPARE answer: look again. */
 		for (int i = 0; i < MY_STMTS; i++)
-			if (c->stmts[i].used && c->stmts[i].id == e->stmt)
+			if (c->stmts[i].used && c->stmts[i].id == e->stmt) {
 				reel_l7_copy_text(e->t.target, sizeof(e->t.target), c->stmts[i].sql,
 						  strlen(c->stmts[i].sql));
+				if (ct_of(c, e))
+					reel_content_add(ct_of(c, e), REEL_CI_SQL_QUERY, 0, NULL, 0,
+							 c->stmts[i].sql, strlen(c->stmts[i].sql),
+							 0, 0);
+			}
 	}
 	if (e->rows || e->cmd == 0x03 || e->cmd == 0x17 || e->cmd == 0x1c)
 		if (!(e->t.flags & REEL_TXNF_ERROR) && !e->t.detail[0])
 			snprintf(e->t.detail, sizeof(e->t.detail), "rows=%llu",
 				 (unsigned long long)e->rows);
-	reel_l7_emit_txn(&c->l7, &e->t);
+	emit(c, e);
 	c->head++;
 	c->rs = R_FIRST;
 	c->more_results = false;
 	flush(c);
 }
 
-static void err_packet(struct my_pending *e, const uint8_t *p, size_t n)
+static void err_packet(struct my_conn *c, struct my_pending *e, const uint8_t *p, size_t n)
 {
+	struct reel_content *ct = ct_of(c, e);
 	size_t off = 3;
 
 	if (n < 3)
 		return;
+	if (ct && n >= 9 && p[3] == '#')
+		reel_content_add(ct, REEL_CI_SQL_ERROR, 0, p + 4, 5, p + 9, n - 9, 0, 0);
+	else if (ct)
+		reel_content_add(ct, REEL_CI_SQL_ERROR, 0, NULL, 0, p + 3, n - 3, 0, 0);
 	e->t.status = rd16le(p + 1);
 	e->t.flags |= REEL_TXNF_ERROR;
 	e->t.detail[0] = '\0';
@@ -394,7 +616,7 @@ static void resp_first(struct my_conn *c, struct my_pending *e, const uint8_t *p
 		return;
 	}
 	if (p[0] == 0xff) {
-		err_packet(e, p, n);
+		err_packet(c, e, p, n);
 		finish(c, e, end);
 		return;
 	}
@@ -406,6 +628,8 @@ static void resp_first(struct my_conn *c, struct my_pending *e, const uint8_t *p
 		s->used = true;
 		s->id = id;
 		memcpy(s->sql, e->sql, sizeof(s->sql));
+		s->nparams = rd16le(p + 7);
+		s->typed = false;
 		snprintf(e->t.detail, sizeof(e->t.detail), "stmt=%u", id);
 		c->left = (uint64_t)rd16le(p + 5) + rd16le(p + 7);
 		if (!c->left) {
@@ -434,6 +658,7 @@ static void resp_first(struct my_conn *c, struct my_pending *e, const uint8_t *p
 		return;
 	}
 	c->left = v;
+	c->ncols = v;
 	c->rs = R_COLUMNS;
 }
 
@@ -480,7 +705,7 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 		orphan.t.resp_bytes = 4 + len;
 		orphan.t.status = 0;
 		if (p[0] == 0xff)
-			err_packet(&orphan, p, n);
+			err_packet(c, &orphan, p, n);
 		reel_l7_emit_txn(&c->l7, &orphan.t);
 		return;
 	}
@@ -497,7 +722,7 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 		 * until OK or ERR. */
 		if (p[0] == 0x00 || p[0] == 0xff) {
 			if (p[0] == 0xff)
-				err_packet(e, p, n);
+				err_packet(c, e, p, n);
 			else if (!e->cmd && c->server[0])
 				snprintf(e->t.detail, sizeof(e->t.detail), "server=%s", c->server);
 			c->handshake = false;
@@ -510,6 +735,8 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 		resp_first(c, e, p, n, len, end, eof);
 		return;
 	case R_COLUMNS:
+		if (ct_of(c, e))
+			content_column(ct_of(c, e), p, n);
 		if (--c->left == 0)
 			c->rs = R_COLS_DONE;
 		return;
@@ -528,7 +755,7 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 		/* fallthrough */
 	case R_ROWS:
 		if (p[0] == 0xff) {
-			err_packet(e, p, n);
+			err_packet(c, e, p, n);
 			finish(c, e, end);
 			return;
 		}
@@ -542,6 +769,8 @@ static void resp_packet(struct my_conn *c, const uint8_t *p, size_t n, uint8_t s
 			finish(c, e, end);
 			return;
 		}
+		if (ct_of(c, e) && e->cmd == 0x03 && e->rows < MY_ROWS_KEEP)
+			content_row(ct_of(c, e), p, n, c->ncols); /* text protocol */
 		e->rows++;
 		return;
 	case R_LOST:
@@ -805,8 +1034,26 @@ static void my_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_cb)
 			e->t.resp_end_ts = rd->side.last_ts;
 			e->t.resp_bytes = rd->side.last_pos - e->t.resp_stream_pos;
 		}
-		reel_l7_emit_txn(&c->l7, &e->t);
+		emit(c, e);
 	}
+}
+
+static void my_free(void *st)
+{
+	struct my_conn *c = st;
+
+	for (int i = 0; c && c->content && i < MY_QUEUE; i++)
+		reel_content_free(&c->qct[i]);
+	reel_l7_conn_free(c);
+}
+
+static void my_want_content(void *st, uint64_t value_max)
+{
+	struct my_conn *c = st;
+
+	c->content = true;
+	for (int i = 0; i < MY_QUEUE; i++)
+		reel_content_init(&c->qct[i], value_max);
 }
 
 static int my_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port, int l4)
@@ -844,7 +1091,7 @@ const struct reel_l7_parser reel_l7_mysql = {
 	.name = "mysql",
 	.detect = my_detect,
 	.new_state = my_new,
-	.free_state = reel_l7_conn_free,
+	.free_state = my_free,
 	.data = reel_l7_conn_data,
 	.hole = my_hole,
 	.close = my_close,
@@ -852,4 +1099,5 @@ const struct reel_l7_parser reel_l7_mysql = {
 	.port = 3306,
 	.tshark = "mysql",
 	.tshark_ports = tshark_ports,
+	.want_content = my_want_content,
 };
