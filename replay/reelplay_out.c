@@ -124,5 +124,12 @@ int play_check_outputs(const struct play_args *a)
 		return rc;
 	if (j && (rc = check_one(a, "--json", j)) != PLAY_GO)
 		return rc;
+	if (w && !strcmp(w, "-") && a->rg.report_path && !strcmp(a->rg.report_path, "-"))
+		return play_usage_err("-w - and --report - both want standard output; give one "
+				      "a file");
+	if (a->rg.har_path && (rc = check_one(a, "--har", a->rg.har_path)) != PLAY_GO)
+		return rc;
+	if (a->rg.report_path && (rc = check_one(a, "--report", a->rg.report_path)) != PLAY_GO)
+		return rc;
 	return PLAY_GO;
 }

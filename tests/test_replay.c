@@ -1762,6 +1762,15 @@ static void test_reelplay_outputs(void **state)
 	assert_int_equal(play_err(&err, "--json o.dir"), 1);
 	assert_non_null(strstr(err, "reelplay: --json o.dir: is a directory"));
 	free(err);
+	assert_int_equal(play_err(&err, "--har o.dir"), 1);
+	assert_non_null(strstr(err, "reelplay: --har o.dir: is a directory"));
+	free(err);
+	assert_int_equal(play_err(&err, "--replay-to 127.0.0.1:9 --report o.dir"), 1);
+	assert_non_null(strstr(err, "reelplay: --report o.dir: is a directory"));
+	free(err);
+	assert_int_equal(play_err(&err, "--har o.reel"), 1);
+	assert_non_null(strstr(err, "is one of the inputs"));
+	free(err);
 	assert_int_equal(play_err(&err, "-w o.dir/none/x.pcapng"), 1);
 	assert_non_null(strstr(err, "o.dir/none: No such file or directory"));
 	free(err);
