@@ -92,7 +92,7 @@ static int arena_put(struct jparse *ps, const void *s, size_t n)
 	struct reel_jdoc *j = ps->j;
 
 	if (!n)
-		return 0; /* empty strings: no arena yet is fine */
+		return 0;
 	if (j->alen + n > j->acap) {
 		size_t cap = j->acap ? j->acap : 256;
 		char *na;
@@ -401,6 +401,14 @@ struct reel_jdoc *reel_jdoc_parse(const uint8_t *p, size_t n, char *err, size_t 
 		err[0] = '\0';
 	if (!j)
 		return NULL;
+	/* never NULL: empty strings and keys point into it too (arena + 0) */
+	j->acap = 16;
+	j->arena = malloc(j->acap);
+	if (!j->arena) {
+		free(j);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (parse_value(&ps, 0) == 0) {
 		ws(&ps);
 		if (ps.i == n)
