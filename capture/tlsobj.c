@@ -275,26 +275,20 @@ static void scan_go(struct tls_object *o, const struct elfobj *e, const void *ta
 	}
 }
 
-/* Symbols looked up in one pass: the C functions hooked, and the one that
- * gives GnuTLS's version. */
-enum { SYM_GNUTLS_CHECK = TLSF_GNUTLS_RECV + 1, SYM_COUNT };
+/* Symbols looked up in one pass: the C functions hooked (fn_names up to the
+ * Go ones), and the one that gives GnuTLS's version. */
+enum { SYM_GNUTLS_CHECK = TLSF_GO_WRITE, SYM_COUNT };
 
 int tlsobj_scan(int fd, struct tls_object *o)
 {
-	static const char *const names[SYM_COUNT] = {
-		[TLSF_SSL_WRITE] = "SSL_write",
-		[TLSF_SSL_WRITE_EX] = "SSL_write_ex",
-		[TLSF_SSL_READ] = "SSL_read",
-		[TLSF_SSL_READ_EX] = "SSL_read_ex",
-		[TLSF_GNUTLS_SEND] = "gnutls_record_send",
-		[TLSF_GNUTLS_RECV] = "gnutls_record_recv",
-		[SYM_GNUTLS_CHECK] = "gnutls_check_version",
-	};
+	const char *names[SYM_COUNT];
 	uint64_t addr[SYM_COUNT], size[SYM_COUNT], text = 0;
 	struct elfobj *e;
 	const void *tab;
 	size_t len;
 
+	memcpy(names, fn_names, SYM_GNUTLS_CHECK * sizeof(names[0]));
+	names[SYM_GNUTLS_CHECK] = "gnutls_check_version";
 	memset(o, 0, sizeof(*o));
 	e = elfobj_open(fd);
 	if (!e)

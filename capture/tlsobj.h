@@ -28,7 +28,9 @@
 
 #include "reel_format.h"
 
-/* The functions hooked; the BPF program for each is chosen by reelcap. */
+/* The functions hooked; the BPF program for each is chosen by reelcap. The
+ * C symbols come before the Go functions (tlsobj_scan looks those up by
+ * symbol, the Go ones in .gopclntab). */
 enum tls_fn {
 	TLSF_SSL_WRITE,
 	TLSF_SSL_WRITE_EX,
