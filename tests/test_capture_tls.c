@@ -23,14 +23,11 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -39,6 +36,7 @@
 #include "reel_event.h"
 #include "reel_format.h"
 #include "test_capture_common.h"
+#include "test_tls_util.h"
 
 #define BODY_BYTES 300007 /* several TLS records, not a multiple of 16 KiB */
 #define BODY_NAME  "body.bin"
@@ -49,146 +47,46 @@ static pid_t server = -1;
 static int port;
 
 /* ------------------------------------------------------------------ */
-/* Processes                                                           */
+/* The server and its body                                             */
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	fflush(NULL);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static bool have(const char *prog)
-{
-	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
-}
-
-static void print_file(const char *name)
-{
-	char path[700];
-	char *s;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	s = cit_slurp(path, NULL);
-	if (s) {
-		printf("---- %s\n%s----\n", path, s);
-		free(s);
-	}
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), p = 0;
-
-	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(s, (struct sockaddr *)&a, &len))
-		p = ntohs(a.sin_port);
-	if (s >= 0)
-		close(s);
-	return p;
-}
-
-static bool accepting(int p)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons(p),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	bool ok = s >= 0 && !connect(s, (struct sockaddr *)&a, sizeof(a));
-
-	if (s >= 0)
-		close(s);
-	return ok;
-}
-
-static void server_stop(void)
-{
-	if (server > 0) {
-		kill(server, SIGTERM);
-		waitpid(server, NULL, 0);
-	}
-	server = -1;
-}
-
-/* Deterministic bytes: xorshift64*, seed fixed. */
-static void make_body(uint8_t *b, size_t n)
+/* Deterministic bytes: xorshift64*, seed fixed (malloc'ed; NULL on error). */
+static uint8_t *make_body(size_t n)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint8_t *b = malloc(n);
 
+	if (!b)
+		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		x ^= x >> 12;
 		x ^= x << 25;
 		x ^= x >> 27;
 		b[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
 	}
+	return b;
 }
 
 static int group_setup(void **state)
 {
-	char path[700];
-	FILE *f;
-
 	(void)state;
-	if (geteuid() != 0 || !have("openssl") || !have("curl"))
+	if (geteuid() != 0 || !tlst_have("openssl") || !tlst_have("curl"))
 		return 0; /* each test skips */
 	cit_workdir("tls", dir, sizeof(dir));
-	if (sh("cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost "
-	       "-keyout key.pem -out cert.pem -days 2 >req.log 2>&1",
-	       dir)) {
-		print_file("req.log");
+	body = make_body(BODY_BYTES);
+	if (!body || tlst_serve_files(dir, BODY_NAME, body, BODY_BYTES))
 		return -1;
-	}
-	body = malloc(BODY_BYTES);
-	if (!body)
-		return -1;
-	make_body(body, BODY_BYTES);
-	snprintf(path, sizeof(path), "%s/%s", dir, BODY_NAME);
-	f = fopen(path, "wb");
-	if (!f || fwrite(body, 1, BODY_BYTES, f) != BODY_BYTES || fclose(f))
-		return -1;
-	port = free_port();
-	if (!port)
-		return -1;
-	fflush(NULL);
-	server = fork();
-	if (server < 0)
-		return -1;
-	if (server == 0) {
-		char accept[64];
-
-		snprintf(path, sizeof(path), "%s/server.log", dir);
-		snprintf(accept, sizeof(accept), "127.0.0.1:%d", port);
-		if (chdir(dir) || !freopen(path, "w", stdout) || dup2(1, 2) < 0)
-			_exit(126);
-		execlp("openssl", "openssl", "s_server", "-accept", accept, "-cert", "cert.pem",
-		       "-key", "key.pem", "-WWW", "-quiet", (char *)NULL);
-		_exit(127);
-	}
-	/* a bounded wait for the listener, not a timed assertion */
-	for (int i = 0; i < 200 && !accepting(port); i++)
-		usleep(50000);
-	if (!accepting(port)) {
-		print_file("server.log");
-		server_stop();
-		return -1;
-	}
-	return 0;
+	server = tlst_start_server(dir,
+				   "openssl s_server -accept 127.0.0.1:$PORT -cert cert.pem "
+				   "-key key.pem -WWW -quiet",
+				   "server.log", &port);
+	return server > 0 ? 0 : -1;
 }
 
 static int group_teardown(void **state)
 {
 	(void)state;
-	server_stop();
+	tlst_stop_server(server);
+	server = -1;
 	free(body);
 	body = NULL;
 	return 0;
@@ -196,10 +94,7 @@ static int group_teardown(void **state)
 
 static void need_setup(void)
 {
-	if (geteuid() != 0) {
-		printf("not root: BPF capture needs root; skipped\n");
-		skip();
-	}
+	tlst_need_root();
 	if (server <= 0) {
 		printf("openssl or curl missing (tools/deps.sh test); skipped\n");
 		skip();
@@ -259,21 +154,9 @@ static void capture(const char *name, const char *extra, enum client cl)
 		assert_int_equal(fclose(f), 0);
 		snprintf(cmd, sizeof(cmd), "python3 client.py %d %s.got", port, name);
 	}
-	st = sh("cd '%s' && '%s' -q %s --print -w %s.reel -- %s >%s.live 2>%s.log", dir,
-		REELCAP_BIN, extra, name, cmd, name, name);
-	snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-	if (st != 0 && cit_kernel_refused(log)) {
-		print_file(strrchr(log, '/') + 1);
-		printf("the kernel refused the BPF programs; skipped\n");
-		skip();
-	}
-	if (st != 0) {
-		char n[64];
-
-		snprintf(n, sizeof(n), "%s.log", name);
-		print_file(n);
-	}
-	assert_int_equal(st, 0); /* curl's status */
+	st = tlst_sh("cd '%s' && '%s' -q %s --print -w %s.reel -- %s >%s.live 2>%s.log", dir,
+		     REELCAP_BIN, extra, name, cmd, name, name);
+	tlst_check_capture(dir, name, st); /* curl's status */
 }
 
 static void assert_file_is_body(const char *name)
@@ -293,135 +176,60 @@ static void assert_file_is_body(const char *name)
 /* ------------------------------------------------------------------ */
 /* The file, event by event                                            */
 
-struct piece {
-	uint64_t pos;
-	uint32_t len, cap;
-	uint8_t *data;
-};
-
-struct stream {
-	struct piece *v;
-	size_t n, cap;
-};
-
 struct scan {
 	uint32_t curl;		  /* tgid of the client's exec */
 	struct reel_conn_id conn; /* the client's socket (its CONN_OPEN) */
 	uint32_t opens, tls_events, tls_bad, other_conn_tls;
-	struct stream plain[2], wire[2]; /* by reel_dir */
+	struct tlst_stream plain[2], wire[2]; /* by reel_dir */
 };
-
-static void stream_add(struct stream *s, const struct reel_ev_data *d, const uint8_t *payload)
-{
-	struct piece *p;
-
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 64;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		assert_non_null(s->v);
-	}
-	p = &s->v[s->n++];
-	p->pos = d->stream_pos;
-	p->len = d->len;
-	p->cap = d->cap_len;
-	p->data = malloc(d->cap_len ? d->cap_len : 1);
-	assert_non_null(p->data);
-	memcpy(p->data, payload, d->cap_len);
-}
-
-static int piece_cmp(const void *a, const void *b)
-{
-	const struct piece *x = a, *y = b;
-
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-/* The stream's bytes: the pieces must tile [0, total) and be captured in
- * full. Returns a malloc'ed buffer (NUL-terminated), *len its length. */
-static uint8_t *stream_bytes(struct stream *s, size_t *len)
-{
-	uint64_t next = 0;
-	uint8_t *b;
-
-	qsort(s->v, s->n, sizeof(*s->v), piece_cmp);
-	for (size_t i = 0; i < s->n; i++) {
-		assert_int_equal(s->v[i].pos, next); /* no gap, no overlap */
-		assert_int_equal(s->v[i].cap, s->v[i].len);
-		next += s->v[i].len;
-	}
-	b = malloc(next + 1);
-	assert_non_null(b);
-	for (size_t i = 0; i < s->n; i++)
-		memcpy(b + s->v[i].pos, s->v[i].data, s->v[i].cap);
-	b[next] = 0;
-	*len = next;
-	return b;
-}
 
 static void scan_free(struct scan *sc)
 {
 	for (int d = 0; d < 2; d++) {
-		for (size_t i = 0; i < sc->plain[d].n; i++)
-			free(sc->plain[d].v[i].data);
-		for (size_t i = 0; i < sc->wire[d].n; i++)
-			free(sc->wire[d].v[i].data);
-		free(sc->plain[d].v);
-		free(sc->wire[d].v);
+		tlst_stream_free(&sc->plain[d]);
+		tlst_stream_free(&sc->wire[d]);
+	}
+}
+
+static void scan_record(const struct reel_record *rec, void *arg)
+{
+	struct scan *sc = arg;
+	struct reel_event ev;
+	const struct reel_ev_data *d;
+
+	assert_int_equal(reel_event_decode(rec, &ev), 0);
+	/* the client's pid: the last exec (python3 may be a shim script) */
+	if (ev.kind == REEL_EVENT_PROC_EXEC &&
+	    (strstr(ev.exec.filename, "curl") || strstr(ev.exec.filename, "python")))
+		sc->curl = ev.exec.hdr.tgid;
+	if (ev.kind == REEL_EVENT_CONN_OPEN && ev.conn_open.hdr.tgid == sc->curl &&
+	    ev.conn_open.l4 == REEL_L4_TCP && ev.conn_open.remote.port == htons(port)) {
+		sc->conn = ev.conn_open.conn;
+		sc->opens++;
+	}
+	if (ev.kind != REEL_EVENT_DATA)
+		return;
+	d = &ev.data.hdr;
+	if (d->hdr.tgid != sc->curl)
+		return;
+	if (memcmp(&d->conn, &sc->conn, sizeof(d->conn))) {
+		if (d->flags & REEL_DATAF_TLS)
+			sc->other_conn_tls++;
+		return;
+	}
+	if (tlst_data_add(sc->plain, sc->wire, d, ev.data.payload)) {
+		sc->tls_events++;
+		if (d->syscall !=
+			    (d->dir == REEL_DIR_EGRESS ? REEL_SYS_SSL_WRITE : REEL_SYS_SSL_READ) ||
+		    d->l4 != REEL_L4_TCP || (d->flags & ~(uint32_t)REEL_DATAF_TLS) != 0)
+			sc->tls_bad++;
 	}
 }
 
 static void scan_file(const char *name, struct scan *sc)
 {
-	struct reel_reader *r;
-	struct reel_merge *m;
-	struct reel_record rec;
-	char path[700];
-	int rc;
-
 	memset(sc, 0, sizeof(*sc));
-	snprintf(path, sizeof(path), "%s/%s.reel", dir, name);
-	r = reel_reader__open(path, NULL);
-	assert_non_null(r);
-	m = reel_merge__new(&r, 1, NULL);
-	assert_non_null(m);
-	while ((rc = reel_merge__next(m, &rec)) != 0) {
-		struct reel_event ev;
-		const struct reel_ev_data *d;
-
-		assert_true(rc > 0); /* no damaged block */
-		assert_int_equal(reel_event_decode(&rec, &ev), 0);
-		/* the client's pid: the last exec (python3 may be a shim script) */
-		if (ev.kind == REEL_EVENT_PROC_EXEC &&
-		    (strstr(ev.exec.filename, "curl") || strstr(ev.exec.filename, "python")))
-			sc->curl = ev.exec.hdr.tgid;
-		if (ev.kind == REEL_EVENT_CONN_OPEN && ev.conn_open.hdr.tgid == sc->curl &&
-		    ev.conn_open.l4 == REEL_L4_TCP && ev.conn_open.remote.port == htons(port)) {
-			sc->conn = ev.conn_open.conn;
-			sc->opens++;
-		}
-		if (ev.kind != REEL_EVENT_DATA)
-			continue;
-		d = &ev.data.hdr;
-		if (d->hdr.tgid != sc->curl)
-			continue;
-		if (memcmp(&d->conn, &sc->conn, sizeof(d->conn))) {
-			if (d->flags & REEL_DATAF_TLS)
-				sc->other_conn_tls++;
-			continue;
-		}
-		if (d->flags & REEL_DATAF_TLS) {
-			sc->tls_events++;
-			if (d->syscall != (d->dir == REEL_DIR_EGRESS ? REEL_SYS_SSL_WRITE
-								     : REEL_SYS_SSL_READ) ||
-			    d->l4 != REEL_L4_TCP || (d->flags & ~(uint32_t)REEL_DATAF_TLS) != 0)
-				sc->tls_bad++;
-			stream_add(&sc->plain[d->dir & 1], d, ev.data.payload);
-		} else {
-			stream_add(&sc->wire[d->dir & 1], d, ev.data.payload);
-		}
-	}
-	reel_merge__free(m);
-	reel_reader__close(r);
+	tlst_each_record(dir, name, scan_record, sc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -478,22 +286,6 @@ static bool file_has(const char *name, const char *needle)
 	return found;
 }
 
-static int count_lines_with(const char *name, const char *needle)
-{
-	char path[700];
-	char *s, *line, *save = NULL;
-	int k = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	s = cit_slurp(path, NULL);
-	assert_non_null(s);
-	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		if (strstr(line, needle))
-			k++;
-	free(s);
-	return k;
-}
-
 /* The JSON line that contains `needle` (exactly one), copied. */
 static char *json_line(const char *name, const char *needle)
 {
@@ -548,8 +340,8 @@ static void check_tls(const char *name, enum client cl, const char *req_line, co
 	assert_int_equal(sc.other_conn_tls, 0);
 	assert_true(sc.tls_events >= 2);
 	assert_int_equal(sc.tls_bad, 0);
-	out = stream_bytes(&sc.plain[REEL_DIR_EGRESS], &out_len);
-	in = stream_bytes(&sc.plain[REEL_DIR_INGRESS], &in_len);
+	out = tlst_stream_joined(&sc.plain[REEL_DIR_EGRESS], &out_len);
+	in = tlst_stream_joined(&sc.plain[REEL_DIR_INGRESS], &in_len);
 	assert_true(out_len >= strlen(req_line));
 	assert_memory_equal(out, req_line, strlen(req_line));
 	if (strstr(req_line, "\r\n\r\n")) /* the whole request */
@@ -566,7 +358,7 @@ static void check_tls(const char *name, enum client cl, const char *req_line, co
 
 	/* the ciphertext is kept, on the same identity, as its own stream: TLS
 	 * records, more bytes than the plaintext, never the plaintext */
-	wire_in = stream_bytes(&sc.wire[REEL_DIR_INGRESS], &wire_len);
+	wire_in = tlst_stream_joined(&sc.wire[REEL_DIR_INGRESS], &wire_len);
 	assert_true(wire_len > in_len);
 	assert_int_equal(wire_in[0], 0x16); /* handshake record (ServerHello) */
 	assert_int_equal(wire_in[1], 0x03);
@@ -575,18 +367,18 @@ static void check_tls(const char *name, enum client cl, const char *req_line, co
 
 	/* replay: one HTTP/1 transaction over TLS, with the exact sizes;
 	 * --print as reelcap printed it live */
-	assert_int_equal(sh("cd '%s' && '%s' %s.reel --print >%s.file 2>%s.print.err", dir,
-			    REELPLAY_BIN, name, name, name),
+	assert_int_equal(tlst_sh("cd '%s' && '%s' %s.reel --print >%s.file 2>%s.print.err", dir,
+				 REELPLAY_BIN, name, name, name),
 			 0);
-	assert_int_equal(sh("cmp -s '%s/%s.live' '%s/%s.file'", dir, name, dir, name), 0);
+	assert_int_equal(tlst_sh("cmp -s '%s/%s.live' '%s/%s.file'", dir, name, dir, name), 0);
 	snprintf(f1, sizeof(f1), "%s.file", name);
-	assert_int_equal(count_lines_with(f1, " TXN "), 1);
-	assert_int_equal(count_lines_with(f1, " status 200 "), 1);
-	assert_int_equal(sh("cd '%s' && '%s' %s.reel --json %s.json -w %s.pcapng 2>%s.err", dir,
-			    REELPLAY_BIN, name, name, name, name),
+	assert_int_equal(tlst_count_lines(dir, f1, " TXN ", NULL), 1);
+	assert_int_equal(tlst_count_lines(dir, f1, " status 200 ", NULL), 1);
+	assert_int_equal(tlst_sh("cd '%s' && '%s' %s.reel --json %s.json -w %s.pcapng 2>%s.err",
+				 dir, REELPLAY_BIN, name, name, name, name),
 			 0);
 	snprintf(f1, sizeof(f1), "%s.json", name);
-	assert_int_equal(count_lines_with(f1, "\"type\":\"txn\""), 1);
+	assert_int_equal(tlst_count_lines(dir, f1, "\"type\":\"txn\"", NULL), 1);
 	txn = json_line(f1, "\"type\":\"txn\"");
 	assert_has(txn, "\"proto\":\"http1\"");
 	assert_has(txn, "\"method\":\"GET\"");
@@ -680,19 +472,19 @@ static void test_no_tls(void **state)
 	assert_int_equal(sc.tls_events, 0);
 	assert_int_equal(sc.other_conn_tls, 0);
 	assert_int_equal(sc.plain[0].n + sc.plain[1].n, 0);
-	wire = stream_bytes(&sc.wire[REEL_DIR_INGRESS], &n);
+	wire = tlst_stream_joined(&sc.wire[REEL_DIR_INGRESS], &n);
 	assert_true(n > BODY_BYTES);
 	free(wire);
 	scan_free(&sc);
-	assert_int_equal(sh("cd '%s' && '%s' notls.reel --print >notls.file 2>notls.print.err", dir,
-			    REELPLAY_BIN),
+	assert_int_equal(tlst_sh("cd '%s' && '%s' notls.reel --print >notls.file 2>notls.print.err",
+				 dir, REELPLAY_BIN),
 			 0);
-	assert_int_equal(sh("cmp -s '%s/notls.live' '%s/notls.file'", dir, dir), 0);
-	assert_int_equal(
-		sh("cd '%s' && '%s' notls.reel --json notls.json 2>notls.err", dir, REELPLAY_BIN),
-		0);
-	assert_int_equal(count_lines_with("notls.json", "\"type\":\"txn\""), 0);
-	assert_int_equal(count_lines_with("notls.json", "\"type\":\"conn\""), 1);
+	assert_int_equal(tlst_sh("cmp -s '%s/notls.live' '%s/notls.file'", dir, dir), 0);
+	assert_int_equal(tlst_sh("cd '%s' && '%s' notls.reel --json notls.json 2>notls.err", dir,
+				 REELPLAY_BIN),
+			 0);
+	assert_int_equal(tlst_count_lines(dir, "notls.json", "\"type\":\"txn\"", NULL), 0);
+	assert_int_equal(tlst_count_lines(dir, "notls.json", "\"type\":\"conn\"", NULL), 1);
 	conn = json_line("notls.json", "\"type\":\"conn\"");
 	assert_has(conn, "\"tls\":false");
 	free(conn);
@@ -708,17 +500,17 @@ static void test_tls_exit_open(void **state)
 	(void)state;
 	need_setup();
 	capture("tlsexit", "", PYTHON_EXIT);
-	assert_int_equal(count_lines_with("tlsexit.live", " TXN "), 1);
+	assert_int_equal(tlst_count_lines(dir, "tlsexit.live", " TXN ", NULL), 1);
 	assert_int_equal(
-		sh("cd '%s' && '%s' tlsexit.reel --print >tlsexit.file 2>tlsexit.print.err", dir,
-		   REELPLAY_BIN),
+		tlst_sh("cd '%s' && '%s' tlsexit.reel --print >tlsexit.file 2>tlsexit.print.err",
+			dir, REELPLAY_BIN),
 		0);
-	assert_int_equal(sh("cmp -s '%s/tlsexit.live' '%s/tlsexit.file'", dir, dir), 0);
-	assert_int_equal(sh("cd '%s' && '%s' tlsexit.reel --json tlsexit.json --summary "
-			    ">tlsexit.sum 2>tlsexit.err",
-			    dir, REELPLAY_BIN),
+	assert_int_equal(tlst_sh("cmp -s '%s/tlsexit.live' '%s/tlsexit.file'", dir, dir), 0);
+	assert_int_equal(tlst_sh("cd '%s' && '%s' tlsexit.reel --json tlsexit.json --summary "
+				 ">tlsexit.sum 2>tlsexit.err",
+				 dir, REELPLAY_BIN),
 			 0);
-	assert_int_equal(count_lines_with("tlsexit.json", "\"type\":\"txn\""), 1);
+	assert_int_equal(tlst_count_lines(dir, "tlsexit.json", "\"type\":\"txn\"", NULL), 1);
 	conn = json_line("tlsexit.json", "\"ciphertext_conn\"");
 	assert_has(conn, "\"proto\":\"http1\"");
 	assert_has(conn, "\"end\":\"close\"");
@@ -726,7 +518,7 @@ static void test_tls_exit_open(void **state)
 	conn = json_line("tlsexit.json", "\"tls\":false");
 	assert_has(conn, "\"end\":\"close\"");
 	free(conn);
-	assert_true(count_lines_with("tlsexit.sum", "http1") >= 1);
+	assert_true(tlst_count_lines(dir, "tlsexit.sum", "http1", NULL) >= 1);
 }
 
 int main(void)

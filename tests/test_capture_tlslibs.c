@@ -27,15 +27,11 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -43,6 +39,7 @@
 #include "reel_event.h"
 #include "reel_format.h"
 #include "test_capture_common.h"
+#include "test_tls_util.h"
 
 #define BODY_BYTES 100003 /* several TLS records */
 #define BODY_NAME  "body.bin"
@@ -59,104 +56,19 @@ static int srv_port[SRV_COUNT];
 /* ------------------------------------------------------------------ */
 /* Processes                                                           */
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	fflush(NULL);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static bool have(const char *prog)
-{
-	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
-}
-
 static bool exists(const char *path)
 {
 	return access(path, X_OK) == 0;
 }
 
-static void show(const char *name)
-{
-	char path[700];
-	char *s;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	s = cit_slurp(path, NULL);
-	if (s)
-		printf("---- %s\n%s\n----\n", name, s);
-	free(s);
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), p = 0;
-
-	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(s, (struct sockaddr *)&a, &len))
-		p = ntohs(a.sin_port);
-	if (s >= 0)
-		close(s);
-	return p;
-}
-
-static bool listening(int p)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons(p),
-				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	bool ok = s >= 0 && !connect(s, (struct sockaddr *)&a, sizeof(a));
-
-	if (s >= 0)
-		close(s);
-	return ok;
-}
-
-/* Starts a server (a shell command run in dir) and waits, bounded, for its
- * port. The shell execs it: the pid is the server's. */
+/* Starts server s (a shell command run in dir, $PORT its port). */
 static pid_t start_server(enum server s, const char *cmd)
 {
 	char log[64];
-	pid_t pid;
 
-	srv_port[s] = free_port();
 	snprintf(log, sizeof(log), "server%d.log", s);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		char full[1024], port[16];
-
-		snprintf(port, sizeof(port), "%d", srv_port[s]);
-		snprintf(full, sizeof(full), "exec %s >%s 2>&1", cmd, log);
-		setenv("PORT", port, 1);
-		if (chdir(dir))
-			_exit(126);
-		execl("/bin/sh", "sh", "-c", full, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200 && !listening(srv_port[s]); i++)
-		usleep(50000);
-	if (!listening(srv_port[s])) {
-		show(log);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return -1;
-	}
-	srv_pid[s] = pid;
-	return pid;
+	srv_pid[s] = tlst_start_server(dir, cmd, log, &srv_port[s]);
+	return srv_pid[s];
 }
 
 static void make_bytes(uint8_t *b, size_t n, uint64_t x)
@@ -170,36 +82,29 @@ static void make_bytes(uint8_t *b, size_t n, uint64_t x)
 	}
 }
 
-static void make_body(uint8_t *b, size_t n)
+/* malloc'ed; NULL on error */
+static uint8_t *make_body(size_t n)
 {
-	make_bytes(b, n, 0x2545f4914f6cdd1dull);
+	uint8_t *b = malloc(n);
+
+	if (b)
+		make_bytes(b, n, 0x2545f4914f6cdd1dull);
+	return b;
 }
 
 static int group_setup(void **state)
 {
-	char path[700];
-	FILE *f;
-
 	(void)state;
-	if (geteuid() != 0 || !have("openssl"))
+	if (geteuid() != 0 || !tlst_have("openssl"))
 		return 0; /* each test skips */
 	cit_workdir("tlslibs", dir, sizeof(dir));
-	if (sh("cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost "
-	       "-keyout key.pem -out cert.pem -days 2 >req.log 2>&1",
-	       dir))
-		return -1;
-	body = malloc(BODY_BYTES);
-	if (!body)
-		return -1;
-	make_body(body, BODY_BYTES);
-	snprintf(path, sizeof(path), "%s/%s", dir, BODY_NAME);
-	f = fopen(path, "wb");
-	if (!f || fwrite(body, 1, BODY_BYTES, f) != BODY_BYTES || fclose(f))
+	body = make_body(BODY_BYTES);
+	if (!body || tlst_serve_files(dir, BODY_NAME, body, BODY_BYTES))
 		return -1;
 	if (start_server(SRV_OPENSSL, "openssl s_server -accept 127.0.0.1:$PORT -cert cert.pem "
 				      "-key key.pem -WWW -quiet") < 0)
 		return -1;
-	if (have("gnutls-serv"))
+	if (tlst_have("gnutls-serv"))
 		start_server(SRV_GNUTLS, "gnutls-serv --http -p $PORT --x509certfile cert.pem "
 					 "--x509keyfile key.pem");
 	if (exists(REEL_TLSPROG "/gotls") && exists(REEL_TLSPROG "/gotls-stripped")) {
@@ -214,10 +119,7 @@ static int group_teardown(void **state)
 {
 	(void)state;
 	for (int s = 0; s < SRV_COUNT; s++) {
-		if (srv_pid[s] > 0) {
-			kill(srv_pid[s], SIGTERM);
-			waitpid(srv_pid[s], NULL, 0);
-		}
+		tlst_stop_server(srv_pid[s]);
 		srv_pid[s] = 0;
 	}
 	free(body);
@@ -227,11 +129,8 @@ static int group_teardown(void **state)
 
 static void need(enum server s, const char *prog)
 {
-	if (geteuid() != 0) {
-		printf("not root: BPF capture needs root; skipped\n");
-		skip();
-	}
-	if (srv_pid[s] <= 0 || (prog && !exists(prog) && !have(prog))) {
+	tlst_need_root();
+	if (srv_pid[s] <= 0 || (prog && !exists(prog) && !tlst_have(prog))) {
 		printf("%s or its server missing (tools/deps.sh test); skipped\n",
 		       prog ? prog : "server");
 		skip();
@@ -244,41 +143,20 @@ static void need(enum server s, const char *prog)
  * shell: reelcap examines it before it runs. Its status must be 0. */
 static void capture(const char *name, const char *extra, enum server s, const char *client)
 {
-	char log[700], n[128];
 	int st;
 
-	st = sh("cd '%s' && '%s' -q %s -p %d -w %s.reel -- %s >%s.out 2>%s.log", dir, REELCAP_BIN,
-		extra, srv_pid[s], name, client, name, name);
-	snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-	snprintf(n, sizeof(n), "%s.log", name);
-	if (st != 0 && cit_kernel_refused(log)) {
-		show(n);
-		printf("the kernel refused the BPF programs; skipped\n");
-		skip();
-	}
-	if (st != 0)
-		show(n);
-	assert_int_equal(st, 0);
+	st = tlst_sh("cd '%s' && '%s' -q %s -p %d -w %s.reel -- %s >%s.out 2>%s.log", dir,
+		     REELCAP_BIN, extra, srv_pid[s], name, client, name, name);
+	tlst_check_capture(dir, name, st);
 }
 
 /* ------------------------------------------------------------------ */
 /* The file: flows, plaintext and ciphertext streams, the report        */
 
-struct piece {
-	uint64_t pos;
-	uint32_t len, cap;
-	uint8_t *data;
-};
-
-struct stream {
-	struct piece *v;
-	size_t n, cap;
-};
-
 struct flow {
 	struct reel_conn_id id;
 	uint16_t lport, rport; /* host order, from CONN_OPEN */
-	struct stream plain[2], wire[2];
+	struct tlst_stream plain[2], wire[2];
 };
 
 struct lib {
@@ -311,53 +189,6 @@ static struct flow *flow_get(struct capfile *cf, const struct reel_conn_id *id)
 	return &cf->flows[cf->nflows++];
 }
 
-static void stream_add(struct stream *s, const struct reel_ev_data *d, const uint8_t *payload)
-{
-	struct piece *p;
-
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 64;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		assert_non_null(s->v);
-	}
-	p = &s->v[s->n++];
-	p->pos = d->stream_pos;
-	p->len = d->len;
-	p->cap = d->cap_len;
-	p->data = malloc(d->cap_len + 1);
-	assert_non_null(p->data);
-	memcpy(p->data, payload, d->cap_len);
-}
-
-static int by_pos(const void *a, const void *b)
-{
-	const struct piece *x = a, *y = b;
-
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-/* The whole stream, which must tile [0, len) with every byte captured. */
-static uint8_t *joined(struct stream *s, size_t *len)
-{
-	uint64_t at = 0;
-	uint8_t *b;
-
-	if (s->n)
-		qsort(s->v, s->n, sizeof(*s->v), by_pos);
-	for (size_t i = 0; i < s->n; i++) {
-		assert_int_equal(s->v[i].pos, at);
-		assert_int_equal(s->v[i].cap, s->v[i].len);
-		at += s->v[i].len;
-	}
-	b = malloc(at + 1);
-	assert_non_null(b);
-	for (size_t i = 0; i < s->n; i++)
-		memcpy(b + s->v[i].pos, s->v[i].data, s->v[i].cap);
-	b[at] = 0;
-	*len = at;
-	return b;
-}
-
 static void on_report(struct capfile *cf, const struct reel_record *rec)
 {
 	const char *path, *version, *note;
@@ -379,64 +210,46 @@ static void on_report(struct capfile *cf, const struct reel_record *rec)
 	}
 }
 
+static void on_record(const struct reel_record *rec, void *arg)
+{
+	struct capfile *cf = arg;
+	struct reel_event ev;
+	const struct reel_ev_data *d;
+	struct flow *f;
+
+	if (rec->type == REEL_REC_TLSLIB || rec->type == REEL_REC_TLSPROC) {
+		on_report(cf, rec);
+		return;
+	}
+	assert_int_equal(reel_event_decode(rec, &ev), 0);
+	if (ev.kind == REEL_EVENT_CONN_OPEN && ev.conn_open.l4 == REEL_L4_TCP) {
+		f = flow_get(cf, &ev.conn_open.conn);
+		f->lport = ntohs(ev.conn_open.local.port);
+		f->rport = ntohs(ev.conn_open.remote.port);
+	}
+	if (ev.kind != REEL_EVENT_DATA || ev.data.hdr.l4 != REEL_L4_TCP)
+		return;
+	d = &ev.data.hdr;
+	f = flow_get(cf, &d->conn);
+	if (tlst_data_add(f->plain, f->wire, d, ev.data.payload)) {
+		cf->tls_events++;
+		assert_int_equal(d->syscall, d->dir == REEL_DIR_EGRESS ? REEL_SYS_SSL_WRITE
+								       : REEL_SYS_SSL_READ);
+	}
+}
+
 static void read_capture(const char *name, struct capfile *cf)
 {
-	struct reel_record rec;
-	struct reel_reader *r;
-	struct reel_merge *m;
-	char path[700];
-	int rc;
-
 	memset(cf, 0, sizeof(*cf));
-	snprintf(path, sizeof(path), "%s/%s.reel", dir, name);
-	r = reel_reader__open(path, NULL);
-	assert_non_null(r);
-	m = reel_merge__new(&r, 1, NULL);
-	assert_non_null(m);
-	while ((rc = reel_merge__next(m, &rec)) != 0) {
-		struct reel_event ev;
-		const struct reel_ev_data *d;
-		struct flow *f;
-
-		assert_true(rc > 0);
-		if (rec.type == REEL_REC_TLSLIB || rec.type == REEL_REC_TLSPROC) {
-			on_report(cf, &rec);
-			continue;
-		}
-		assert_int_equal(reel_event_decode(&rec, &ev), 0);
-		if (ev.kind == REEL_EVENT_CONN_OPEN && ev.conn_open.l4 == REEL_L4_TCP) {
-			f = flow_get(cf, &ev.conn_open.conn);
-			f->lport = ntohs(ev.conn_open.local.port);
-			f->rport = ntohs(ev.conn_open.remote.port);
-		}
-		if (ev.kind != REEL_EVENT_DATA || ev.data.hdr.l4 != REEL_L4_TCP)
-			continue;
-		d = &ev.data.hdr;
-		f = flow_get(cf, &d->conn);
-		if (d->flags & REEL_DATAF_TLS) {
-			cf->tls_events++;
-			assert_int_equal(d->syscall, d->dir == REEL_DIR_EGRESS ? REEL_SYS_SSL_WRITE
-									       : REEL_SYS_SSL_READ);
-			stream_add(&f->plain[d->dir & 1], d, ev.data.payload);
-		} else {
-			stream_add(&f->wire[d->dir & 1], d, ev.data.payload);
-		}
-	}
-	reel_merge__free(m);
-	reel_reader__close(r);
+	tlst_each_record(dir, name, on_record, cf);
 }
 
 static void capfile_free(struct capfile *cf)
 {
 	for (int i = 0; i < cf->nflows; i++)
 		for (int d = 0; d < 2; d++) {
-			struct stream *s[2] = {&cf->flows[i].plain[d], &cf->flows[i].wire[d]};
-
-			for (int k = 0; k < 2; k++) {
-				for (size_t j = 0; j < s[k]->n; j++)
-					free(s[k]->v[j].data);
-				free(s[k]->v);
-			}
+			tlst_stream_free(&cf->flows[i].plain[d]);
+			tlst_stream_free(&cf->flows[i].wire[d]);
 		}
 }
 
@@ -486,20 +299,6 @@ static const struct lib *report_lib(const struct capfile *cf, uint32_t pid, uint
 /* ------------------------------------------------------------------ */
 /* Replay: reelplay's JSON and tshark on reelplay's pcapng              */
 
-static int count_in(const char *name, const char *a, const char *b)
-{
-	char path[700], *s, *line, *save = NULL;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	s = cit_slurp(path, NULL);
-	assert_non_null(s);
-	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		n += strstr(line, a) && (!b || strstr(line, b));
-	free(s);
-	return n;
-}
-
 /* reelplay NAME.reel --json -w NAME.pcapng, then tshark on the pcapng: each
  * of the n transactions "GET target" and its status, in plaintext, as HTTP
  * (both ends traced: replay pairs them into one transaction, one flow). */
@@ -507,27 +306,27 @@ static void check_replay(const char *name, const char *target, int status, int n
 {
 	char f[128], want[256];
 
-	assert_int_equal(sh("cd '%s' && '%s' %s.reel --json %s.json -w %s.pcapng 2>%s.rp.err", dir,
-			    REELPLAY_BIN, name, name, name, name),
+	assert_int_equal(tlst_sh("cd '%s' && '%s' %s.reel --json %s.json -w %s.pcapng 2>%s.rp.err",
+				 dir, REELPLAY_BIN, name, name, name, name),
 			 0);
 	snprintf(f, sizeof(f), "%s.json", name);
 	snprintf(want, sizeof(want), "\"target\":\"%s\",\"status\":%d", target, status);
-	assert_int_equal(count_in(f, "\"type\":\"txn\"", want), n);
-	assert_int_equal(count_in(f, "\"type\":\"txn\"", "\"tls\":true"), n);
-	if (!have("tshark")) {
+	assert_int_equal(tlst_count_lines(dir, f, "\"type\":\"txn\"", want), n);
+	assert_int_equal(tlst_count_lines(dir, f, "\"type\":\"txn\"", "\"tls\":true"), n);
+	if (!tlst_have("tshark")) {
 		printf("tshark missing: pcapng not dissected\n");
 		return;
 	}
 	assert_int_equal(
-		sh("cd '%s' && tshark -r %s.pcapng -Y http -T fields -e http.request.method "
-		   "-e http.request.uri -e http.response.code >%s.tshark 2>&1",
-		   dir, name, name),
+		tlst_sh("cd '%s' && tshark -r %s.pcapng -Y http -T fields -e http.request.method "
+			"-e http.request.uri -e http.response.code >%s.tshark 2>&1",
+			dir, name, name),
 		0);
 	snprintf(f, sizeof(f), "%s.tshark", name);
 	snprintf(want, sizeof(want), "GET\t%s\t", target);
-	assert_int_equal(count_in(f, want, NULL), n);
+	assert_int_equal(tlst_count_lines(dir, f, want, NULL), n);
 	snprintf(want, sizeof(want), "\t\t%d", status);
-	assert_int_equal(count_in(f, want, NULL), n);
+	assert_int_equal(tlst_count_lines(dir, f, want, NULL), n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -555,20 +354,21 @@ static void check_report_shown(const char *name, uint32_t cli, const struct expe
 {
 	char f[128], want[128];
 
-	assert_int_equal(sh("cd '%s' && '%s' %s.reel --summary >%s.sum 2>&1 && '%s' info %s.reel "
-			    ">%s.info 2>&1",
-			    dir, REELPLAY_BIN, name, name, REELTOOL_BIN, name, name),
-			 0);
+	assert_int_equal(
+		tlst_sh("cd '%s' && '%s' %s.reel --summary >%s.sum 2>&1 && '%s' info %s.reel "
+			">%s.info 2>&1",
+			dir, REELPLAY_BIN, name, name, REELTOOL_BIN, name, name),
+		0);
 	snprintf(f, sizeof(f), "%s.sum", name);
 	snprintf(want, sizeof(want), "pid %u (", cli);
-	assert_int_equal(count_in(f, want, "attached ("), 1);
-	assert_int_equal(count_in(f, want, x->version), 1);
+	assert_int_equal(tlst_count_lines(dir, f, want, "attached ("), 1);
+	assert_int_equal(tlst_count_lines(dir, f, want, x->version), 1);
 	snprintf(want, sizeof(want), "pid %u comm ", cli);
-	assert_int_equal(count_in(f, want, NULL), 0);
+	assert_int_equal(tlst_count_lines(dir, f, want, NULL), 0);
 	snprintf(f, sizeof(f), "%s.info", name);
 	snprintf(want, sizeof(want), "%s attached", reel_tls_kind_name(x->kind));
-	assert_true(count_in(f, "TLS report:", NULL) == 1);
-	assert_true(count_in(f, "  pid ", want) >= 1);
+	assert_true(tlst_count_lines(dir, f, "TLS report:", NULL) == 1);
+	assert_true(tlst_count_lines(dir, f, "  pid ", want) >= 1);
 }
 
 static void check_capture(const char *name, const struct expect *x)
@@ -587,8 +387,8 @@ static void check_capture(const char *name, const struct expect *x)
 		size_t out_len, in_len, sin_len, sout_len, w_len;
 
 		assert_non_null(f);
-		out = joined(&f->plain[REEL_DIR_EGRESS], &out_len);
-		in = joined(&f->plain[REEL_DIR_INGRESS], &in_len);
+		out = tlst_stream_joined(&f->plain[REEL_DIR_EGRESS], &out_len);
+		in = tlst_stream_joined(&f->plain[REEL_DIR_INGRESS], &in_len);
 		assert_int_equal(out_len, strlen(x->request));
 		assert_memory_equal(out, x->request, out_len);
 		assert_true(in_len > strlen(x->status));
@@ -604,8 +404,8 @@ static void check_capture(const char *name, const struct expect *x)
 			    cf->flows[i].rport == f->lport && cf->flows[i].lport == f->rport)
 				s = &cf->flows[i];
 		assert_non_null(s);
-		sin = joined(&s->plain[REEL_DIR_INGRESS], &sin_len);
-		sout = joined(&s->plain[REEL_DIR_EGRESS], &sout_len);
+		sin = tlst_stream_joined(&s->plain[REEL_DIR_INGRESS], &sin_len);
+		sout = tlst_stream_joined(&s->plain[REEL_DIR_EGRESS], &sout_len);
 		if (x->server_plain) {
 			assert_int_equal(sin_len, out_len);
 			assert_memory_equal(sin, out, out_len);
@@ -615,7 +415,7 @@ static void check_capture(const char *name, const struct expect *x)
 			assert_int_equal(sin_len + sout_len, 0);
 		}
 		/* the ciphertext is kept: TLS records, never the plaintext */
-		w = joined(&f->wire[REEL_DIR_EGRESS], &w_len);
+		w = tlst_stream_joined(&f->wire[REEL_DIR_EGRESS], &w_len);
 		assert_true(w_len > 5);
 		assert_int_equal(w[0], 0x16);
 		assert_int_equal(w[1], 0x03);
@@ -661,16 +461,16 @@ static void check_no_tls(const char *name, const struct expect *x, const char *c
 	assert_int_equal(l->f.nhooks, 0);
 	capfile_free(cf);
 	free(cf);
-	assert_int_equal(
-		sh("cd '%s' && '%s' %s.reel --summary >%s.sum 2>&1", dir, REELPLAY_BIN, name, name),
-		0);
+	assert_int_equal(tlst_sh("cd '%s' && '%s' %s.reel --summary >%s.sum 2>&1", dir,
+				 REELPLAY_BIN, name, name),
+			 0);
 	snprintf(f, sizeof(f), "%s.sum", name);
-	assert_int_equal(count_in(f, "TLS, no plaintext: ", NULL), 1);
+	assert_int_equal(tlst_count_lines(dir, f, "TLS, no plaintext: ", NULL), 1);
 	snprintf(want, sizeof(want), "pid %u comm %s exe ", cli, comm);
-	assert_int_equal(count_in(f, want, "client 127.0.0.1:"), x->conns);
+	assert_int_equal(tlst_count_lines(dir, f, want, "client 127.0.0.1:"), x->conns);
 	/* and the report says why: the library found, not hooked */
 	snprintf(want, sizeof(want), "pid %u (%s, ", cli, comm);
-	assert_int_equal(count_in(f, want, "disabled"), 1);
+	assert_int_equal(tlst_count_lines(dir, f, want, "disabled"), 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -727,7 +527,7 @@ static void test_static_openssl(void **state)
 
 	(void)state;
 	v = NULL;
-	if (have("openssl")) {
+	if (tlst_have("openssl")) {
 		FILE *p = popen("openssl version | cut -d' ' -f1-2", "r");
 		char buf[64] = "";
 
@@ -945,8 +745,8 @@ static void test_node(void **state)
 		int k;
 
 		assert_non_null(f);
-		out = joined(&f->plain[REEL_DIR_EGRESS], &out_len);
-		in = joined(&f->plain[REEL_DIR_INGRESS], &in_len);
+		out = tlst_stream_joined(&f->plain[REEL_DIR_EGRESS], &out_len);
+		in = tlst_stream_joined(&f->plain[REEL_DIR_INGRESS], &in_len);
 		for (k = 0; k < NODE_CONNS; k++)
 			if (out_len == strlen(reqs[k]) && !memcmp(out, reqs[k], out_len))
 				break;
@@ -971,19 +771,22 @@ static void test_node(void **state)
 	free(cf);
 
 	assert_int_equal(
-		sh("cd '%s' && '%s' node.reel --json node.json -w node.pcapng 2>node.rp.err", dir,
-		   REELPLAY_BIN),
+		tlst_sh("cd '%s' && '%s' node.reel --json node.json -w node.pcapng 2>node.rp.err",
+			dir, REELPLAY_BIN),
 		0);
-	assert_int_equal(count_in("node.json", "\"type\":\"txn\"", "\"tls\":true"), NODE_CONNS);
-	assert_int_equal(count_in("node.json", "\"target\":\"/n", "\"status\":200"), NODE_CONNS);
-	if (have("tshark")) {
-		assert_int_equal(sh("cd '%s' && tshark -r node.pcapng -Y http -T fields -e "
-				    "http.request.method -e http.request.uri -e http.response.code "
-				    ">node.tshark 2>&1",
-				    dir),
-				 0);
-		assert_int_equal(count_in("node.tshark", "GET\t/n", NULL), NODE_CONNS);
-		assert_int_equal(count_in("node.tshark", "\t\t200", NULL), NODE_CONNS);
+	assert_int_equal(tlst_count_lines(dir, "node.json", "\"type\":\"txn\"", "\"tls\":true"),
+			 NODE_CONNS);
+	assert_int_equal(tlst_count_lines(dir, "node.json", "\"target\":\"/n", "\"status\":200"),
+			 NODE_CONNS);
+	if (tlst_have("tshark")) {
+		assert_int_equal(
+			tlst_sh("cd '%s' && tshark -r node.pcapng -Y http -T fields -e "
+				"http.request.method -e http.request.uri -e http.response.code "
+				">node.tshark 2>&1",
+				dir),
+			0);
+		assert_int_equal(tlst_count_lines(dir, "node.tshark", "GET\t/n", NULL), NODE_CONNS);
+		assert_int_equal(tlst_count_lines(dir, "node.tshark", "\t\t200", NULL), NODE_CONNS);
 	}
 
 	snprintf(cmd, sizeof(cmd), "node %s/tlsprog/nodecli.js %d node-notls%s", REEL_TESTS_DIR,

@@ -5,6 +5,7 @@ if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay)
 	reel_unit_test(test_capture_tls
 		SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_capture_tls.c
 			${CMAKE_CURRENT_SOURCE_DIR}/test_capture_common.c
+			${CMAKE_CURRENT_SOURCE_DIR}/test_tls_util.c
 		LIBS reelreplay
 		LABELS "integration;root")
 	target_include_directories(test_capture_tls PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}

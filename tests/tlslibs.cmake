@@ -66,6 +66,7 @@ if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay)
 	reel_unit_test(test_capture_tlslibs
 		SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_capture_tlslibs.c
 			${CMAKE_CURRENT_SOURCE_DIR}/test_capture_common.c
+			${CMAKE_CURRENT_SOURCE_DIR}/test_tls_util.c
 		LIBS reelreplay
 		LABELS "integration;root")
 	target_include_directories(test_capture_tlslibs PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
