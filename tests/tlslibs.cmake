@@ -63,20 +63,9 @@ if(REEL_CAPTURE AND TARGET reeltlsfind)
 endif()
 
 if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay)
-	reel_unit_test(test_capture_tlslibs
-		SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_capture_tlslibs.c
-			${CMAKE_CURRENT_SOURCE_DIR}/test_capture_common.c
-			${CMAKE_CURRENT_SOURCE_DIR}/test_tls_util.c
-		LIBS reelreplay
-		LABELS "integration;root")
-	target_include_directories(test_capture_tlslibs PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-		${CMAKE_CURRENT_SOURCE_DIR}/peer)
-	target_compile_definitions(test_capture_tlslibs PRIVATE
-		REELCAP_BIN="$<TARGET_FILE:reelcap>"
-		REELPLAY_BIN="$<TARGET_FILE:reelplay>"
-		REELTOOL_BIN="$<TARGET_FILE:reeltool>"
-		REEL_TLSPROG="${REEL_TLSPROG}"
-		REEL_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
-	add_dependencies(test_capture_tlslibs reelcap reelplay reeltool ${REEL_TLSPROG_TARGETS})
-	set_tests_properties(test_capture_tlslibs PROPERTIES RUN_SERIAL TRUE TIMEOUT 600)
+	reel_capture_test(test_capture_tlslibs SOURCES test_tls_util.c
+		PROGRAMS reelcap reelplay reeltool
+		DEFINES REEL_TLSPROG="${REEL_TLSPROG}" REEL_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}"
+		DEPENDS ${REEL_TLSPROG_TARGETS}
+		TIMEOUT 600)
 endif()
