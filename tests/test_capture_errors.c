@@ -184,6 +184,27 @@ static int exit_code(int st)
 	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+/* Runs argv with its output in log (emptied first): skips when it failed
+ * because the kernel refused the BPF programs; else checks it exited with
+ * code and that the log says msg1 and msg2 (each unless NULL). The log is
+ * shown for an error code, or when the code is not the one expected. */
+static void run_check(const char *const *argv, const char *log, int code, const char *msg1,
+		      const char *msg2)
+{
+	int st;
+
+	unlink(log);
+	st = cit_run(argv, log);
+	skip_if_refused(st, log);
+	if (code != 0 || exit_code(st) != code)
+		print_log(log);
+	assert_int_equal(exit_code(st), code);
+	if (msg1)
+		expect_log(log, msg1);
+	if (msg2)
+		expect_log(log, msg2);
+}
+
 /* ---- disk full ---- */
 
 static void test_disk_full(void **state)
@@ -193,7 +214,6 @@ static void test_disk_full(void **state)
 			      "--only",	   "tcp4", "--rounds", "3",  NULL};
 	struct final_line fl;
 	struct file_sums fs = {0};
-	int st;
 
 	(void)state;
 	need_root();
@@ -202,13 +222,7 @@ static void test_disk_full(void **state)
 	snprintf(file, sizeof(file), "%s/t.reel", mnt);
 	snprintf(log, sizeof(log), "%s/log.txt", dir);
 	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
-	st = cit_run(argv, log);
-	skip_if_refused(st, log);
-	if (exit_code(st) != 1)
-		print_log(log);
-	assert_int_equal(exit_code(st), 1);
-	expect_log(log, "No space left on device");
-	expect_log(log, "stopping the capture");
+	run_check(argv, log, 1, "No space left on device", "stopping the capture");
 	parse_final(log, &fl);
 	expect_verifies(file, vlog);
 	file_sums(file, &fs);
@@ -234,7 +248,7 @@ static void test_disk_full_at_start(void **state)
 	char dir[512], file[700], fill[700], log[600], buf[65536] = {0};
 	const char *argv[] = {REELCAP_BIN, "-w", file, "--", "/bin/true", NULL};
 	struct stat sb;
-	int fd, st;
+	int fd;
 
 	(void)state;
 	need_root();
@@ -250,12 +264,7 @@ static void test_disk_full_at_start(void **state)
 	while (write(fd, buf, 512) > 0)
 		;
 	close(fd);
-	st = cit_run(argv, log);
-	skip_if_refused(st, log);
-	print_log(log);
-	assert_int_equal(exit_code(st), 1);
-	expect_log(log, "cannot start writing");
-	expect_log(log, "No space left on device");
+	run_check(argv, log, 1, "cannot start writing", "No space left on device");
 	/* no empty file passed off as a capture */
 	assert_int_equal(stat(file, &sb), -1);
 }
@@ -295,7 +304,7 @@ static void test_rotate_disk_full(void **state)
 	struct final_line fl;
 	struct file_sums fs = {0};
 	unsigned long long bytes = 0;
-	int st, files = 0;
+	int files = 0;
 
 	(void)state;
 	need_root();
@@ -304,10 +313,7 @@ static void test_rotate_disk_full(void **state)
 	snprintf(file, sizeof(file), "%s/r.reel", mnt);
 	snprintf(log, sizeof(log), "%s/log.txt", dir);
 	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
-	st = cit_run(argv, log);
-	skip_if_refused(st, log);
-	print_log(log);
-	assert_int_equal(exit_code(st), 1);
+	run_check(argv, log, 1, NULL, NULL);
 	parse_final(log, &fl);
 	sum_files(file, 20, vlog, &files, &bytes, &fs);
 	printf("rotation onto a full disk: final line %d files %llu bytes, %llu LOST, %llu DROP; "
@@ -332,7 +338,7 @@ static void test_rotate_wrap(void **state)
 	struct final_line fl;
 	struct file_sums fs = {0};
 	unsigned long long bytes = 0;
-	int st, files = 0;
+	int files = 0;
 
 	(void)state;
 	need_root();
@@ -340,11 +346,7 @@ static void test_rotate_wrap(void **state)
 	snprintf(file, sizeof(file), "%s/w.reel", dir);
 	snprintf(log, sizeof(log), "%s/log.txt", dir);
 	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
-	st = cit_run(argv, log);
-	skip_if_refused(st, log);
-	if (st)
-		print_log(log);
-	assert_int_equal(exit_code(st), 0);
+	run_check(argv, log, 0, NULL, NULL);
 	parse_final(log, &fl);
 	sum_files(file, 4, vlog, &files, &bytes, &fs);
 	printf("-C 300k -W 3: final line %d files %llu bytes; disk: %d files %llu bytes\n",
@@ -532,7 +534,6 @@ static void test_cannot_rotate(void **state)
 			      "--",	   REEL_PEER_BIN, "-q", "--only", "tcp4", NULL};
 	struct file_sums fs = {0};
 	struct stat sb;
-	int st;
 
 	(void)state;
 	need_root();
@@ -542,12 +543,7 @@ static void test_cannot_rotate(void **state)
 	snprintf(log, sizeof(log), "%s/log.txt", dir);
 	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
 	assert_int_equal(symlink("/etc/passwd", link1), 0);
-	st = cit_run(argv, log);
-	skip_if_refused(exit_code(st) == 1 ? 0 : st, log);
-	print_log(log);
-	assert_int_equal(exit_code(st), 1);
-	expect_log(log, "cannot rotate to");
-	expect_log(log, "refusing to write through a symlink");
+	run_check(argv, log, 1, "cannot rotate to", "refusing to write through a symlink");
 	/* the symlink untouched, the capture whole in the first file */
 	assert_int_equal(lstat(link1, &sb), 0);
 	assert_true(S_ISLNK(sb.st_mode));
@@ -563,18 +559,13 @@ static void test_libssl_missing(void **state)
 	const char *argv[] = {REELCAP_BIN, "-w",	file, "--libssl", "/nonexistent/libssl.so",
 			      "--",	   "/bin/true", NULL};
 	struct stat sb;
-	int st;
 
 	(void)state;
 	need_root();
 	cit_workdir("errors_libssl", dir, sizeof(dir));
 	snprintf(file, sizeof(file), "%s/t.reel", dir);
 	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	st = cit_run(argv, log);
-	print_log(log);
-	assert_int_equal(exit_code(st), 1);
-	expect_log(log, "--libssl /nonexistent/libssl.so");
-	expect_log(log, "No such file or directory");
+	run_check(argv, log, 1, "--libssl /nonexistent/libssl.so", "No such file or directory");
 	assert_int_equal(stat(file, &sb), -1);
 }
 
@@ -584,7 +575,6 @@ static void test_output_paths(void **state)
 	const char *argv[] = {REELCAP_BIN, "-q", "-w", file, "--", "/bin/true", NULL};
 	const char *rot[] = {REELCAP_BIN, "-q", "-w", file, "-C", "1M", "--", "/bin/true", NULL};
 	struct stat sb;
-	int st;
 
 	(void)state;
 	need_root();
@@ -593,25 +583,15 @@ static void test_output_paths(void **state)
 
 	/* a directory */
 	snprintf(file, sizeof(file), "%s", dir);
-	st = cit_run(argv, log);
-	assert_int_equal(exit_code(st), 1);
-	expect_log(log, "is a directory");
+	run_check(argv, log, 1, "is a directory", NULL);
 
 	/* /dev/null takes the capture, and stays /dev/null */
 	snprintf(file, sizeof(file), "/dev/null");
-	unlink(log);
-	st = cit_run(argv, log);
-	skip_if_refused(st, log);
-	if (st)
-		print_log(log);
-	assert_int_equal(exit_code(st), 0);
+	run_check(argv, log, 0, NULL, NULL);
 	assert_int_equal(stat("/dev/null", &sb), 0);
 	assert_true(S_ISCHR(sb.st_mode));
 	/* rotation needs a regular file */
-	unlink(log);
-	st = cit_run(rot, log);
-	assert_int_equal(exit_code(st), 2);
-	expect_log(log, "-C needs a regular file");
+	run_check(rot, log, 2, "-C needs a regular file", NULL);
 
 	/* a FIFO: the capture flows to its reader, a whole file */
 	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
@@ -628,12 +608,8 @@ static void test_output_paths(void **state)
 			execl("/bin/sh", "sh", "-c", rd, (char *)NULL);
 			_exit(127);
 		}
-		unlink(log);
-		st = cit_run(argv, log);
+		run_check(argv, log, 0, NULL, NULL);
 		waitpid(cat, NULL, 0);
-		if (st)
-			print_log(log);
-		assert_int_equal(exit_code(st), 0);
 		snprintf(out, sizeof(out), "%s/fromfifo.reel", dir);
 		file_sums(out, &fs);
 		assert_true(fs.clean);
