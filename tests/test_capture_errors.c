@@ -110,6 +110,29 @@ static int unmount_tmpfs(void **state)
 	return 0;
 }
 
+/* A test's paths: its work directory, the capture, reelcap's log and
+ * reeltool verify's log. */
+struct paths {
+	char dir[512], file[700], log[700], vlog[700];
+};
+
+/* Skips unless root; empties the work directory `name`; mounts a tmpfs of
+ * tmpfs_size in it unless NULL. The capture is FILE on that tmpfs, else in
+ * the work directory ("" when file is NULL); the logs are log.txt and
+ * verify.txt in the work directory. */
+static void setup(struct paths *p, const char *name, const char *tmpfs_size, const char *file)
+{
+	need_root();
+	cit_workdir(name, p->dir, sizeof(p->dir));
+	if (tmpfs_size)
+		mount_tmpfs(p->dir, tmpfs_size);
+	p->file[0] = 0;
+	if (file)
+		snprintf(p->file, sizeof(p->file), "%s/%s", tmpfs_size ? mnt : p->dir, file);
+	snprintf(p->log, sizeof(p->log), "%s/log.txt", p->dir);
+	snprintf(p->vlog, sizeof(p->vlog), "%s/verify.txt", p->dir);
+}
+
 /* The final line: "final: 1.2s: N events (..), L LOST, D DROP, F files X (B bytes)". */
 struct final_line {
 	unsigned long long lost, drop, bytes;
@@ -209,23 +232,18 @@ static void run_check(const char *const *argv, const char *log, int code, const 
 
 static void test_disk_full(void **state)
 {
-	char dir[512], file[700], log[600], vlog[600];
-	const char *argv[] = {REELCAP_BIN, "-w",   file,       "--", REEL_PEER_BIN, "-q",
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-w",   p.file,     "--", REEL_PEER_BIN, "-q",
 			      "--only",	   "tcp4", "--rounds", "3",  NULL};
 	struct final_line fl;
 	struct file_sums fs = {0};
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_diskfull", dir, sizeof(dir));
-	mount_tmpfs(dir, "2m");
-	snprintf(file, sizeof(file), "%s/t.reel", mnt);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
-	run_check(argv, log, 1, "No space left on device", "stopping the capture");
-	parse_final(log, &fl);
-	expect_verifies(file, vlog);
-	file_sums(file, &fs);
+	setup(&p, "errors_diskfull", "2m", "t.reel");
+	run_check(argv, p.log, 1, "No space left on device", "stopping the capture");
+	parse_final(p.log, &fl);
+	expect_verifies(p.file, p.vlog);
+	file_sums(p.file, &fs);
 	printf("disk full: final line %llu LOST %llu DROP %d file %llu bytes; file: %llu records, "
 	       "%llu LOST, %llu DROP, clean close %d\n",
 	       fl.lost, fl.drop, fl.files, fl.bytes, fs.records, fs.lost, fs.drop, fs.clean);
@@ -238,25 +256,22 @@ static void test_disk_full(void **state)
 	{
 		struct stat sb;
 
-		assert_int_equal(stat(file, &sb), 0);
+		assert_int_equal(stat(p.file, &sb), 0);
 		assert_int_equal((unsigned long long)sb.st_size, fl.bytes);
 	}
 }
 
 static void test_disk_full_at_start(void **state)
 {
-	char dir[512], file[700], fill[700], log[600], buf[65536] = {0};
-	const char *argv[] = {REELCAP_BIN, "-w", file, "--", "/bin/true", NULL};
+	char fill[700], buf[65536] = {0};
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-w", p.file, "--", "/bin/true", NULL};
 	struct stat sb;
 	int fd;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_fullstart", dir, sizeof(dir));
-	mount_tmpfs(dir, "1m");
-	snprintf(file, sizeof(file), "%s/t.reel", mnt);
+	setup(&p, "errors_fullstart", "1m", "t.reel");
 	snprintf(fill, sizeof(fill), "%s/fill", mnt);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
 	fd = open(fill, O_WRONLY | O_CREAT, 0600);
 	assert_true(fd >= 0);
 	while (write(fd, buf, sizeof(buf)) > 0)
@@ -264,9 +279,9 @@ static void test_disk_full_at_start(void **state)
 	while (write(fd, buf, 512) > 0)
 		;
 	close(fd);
-	run_check(argv, log, 1, "cannot start writing", "No space left on device");
+	run_check(argv, p.log, 1, "cannot start writing", "No space left on device");
 	/* no empty file passed off as a capture */
-	assert_int_equal(stat(file, &sb), -1);
+	assert_int_equal(stat(p.file, &sb), -1);
 }
 
 /* Every file the final line counts (FILE, FILE.1 .. FILE.slots-1), and the
@@ -298,8 +313,8 @@ static void sum_files(const char *file, int slots, const char *vlog, int *files,
  * files are larger than -C by that much.) */
 static void test_rotate_disk_full(void **state)
 {
-	char dir[512], file[700], log[600], vlog[600];
-	const char *argv[] = {REELCAP_BIN,   "-w", file,     "-C",   "2M",	 "-W", "20", "--",
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN,   "-w", p.file,   "-C",   "2M",	 "-W", "20", "--",
 			      REEL_PEER_BIN, "-q", "--only", "tcp4", "--rounds", "6",  NULL};
 	struct final_line fl;
 	struct file_sums fs = {0};
@@ -307,15 +322,10 @@ static void test_rotate_disk_full(void **state)
 	int files = 0;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_rotatefull", dir, sizeof(dir));
-	mount_tmpfs(dir, "16m");
-	snprintf(file, sizeof(file), "%s/r.reel", mnt);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
-	run_check(argv, log, 1, NULL, NULL);
-	parse_final(log, &fl);
-	sum_files(file, 20, vlog, &files, &bytes, &fs);
+	setup(&p, "errors_rotatefull", "16m", "r.reel");
+	run_check(argv, p.log, 1, NULL, NULL);
+	parse_final(p.log, &fl);
+	sum_files(p.file, 20, p.vlog, &files, &bytes, &fs);
 	printf("rotation onto a full disk: final line %d files %llu bytes, %llu LOST, %llu DROP; "
 	       "disk: %d files %llu bytes, %llu LOST, %llu DROP\n",
 	       fl.files, fl.bytes, fl.lost, fl.drop, files, bytes, fs.lost, fs.drop);
@@ -332,23 +342,19 @@ static void test_rotate_disk_full(void **state)
  * the 3 files on disk, not the files written. */
 static void test_rotate_wrap(void **state)
 {
-	char dir[512], file[700], log[600], vlog[600];
-	const char *argv[] = {REELCAP_BIN, "-w",	  file, "-C",	  "300k", "-W", "3",
-			      "--",	   REEL_PEER_BIN, "-q", "--only", "tcp4", NULL};
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-w",	  p.file, "-C",	    "300k", "-W", "3",
+			      "--",	   REEL_PEER_BIN, "-q",	  "--only", "tcp4", NULL};
 	struct final_line fl;
 	struct file_sums fs = {0};
 	unsigned long long bytes = 0;
 	int files = 0;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_rotatewrap", dir, sizeof(dir));
-	snprintf(file, sizeof(file), "%s/w.reel", dir);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
-	run_check(argv, log, 0, NULL, NULL);
-	parse_final(log, &fl);
-	sum_files(file, 4, vlog, &files, &bytes, &fs);
+	setup(&p, "errors_rotatewrap", NULL, "w.reel");
+	run_check(argv, p.log, 0, NULL, NULL);
+	parse_final(p.log, &fl);
+	sum_files(p.file, 4, p.vlog, &files, &bytes, &fs);
 	printf("-C 300k -W 3: final line %d files %llu bytes; disk: %d files %llu bytes\n",
 	       fl.files, fl.bytes, files, bytes);
 	assert_int_equal(files, 3);
@@ -457,147 +463,136 @@ static void one_signal(const char *dir, int sig)
 static void test_signals(void **state)
 {
 	const int sigs[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT};
-	char dir[512];
+	struct paths p;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_signals", dir, sizeof(dir));
+	setup(&p, "errors_signals", NULL, NULL);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		one_signal(dir, sigs[i]);
+		one_signal(p.dir, sigs[i]);
 }
 
 /* --print into a pipe whose reader goes away: SIGPIPE ends the capture
  * like the other signals (tcpdump | head). */
 static void test_sigpipe_print(void **state)
 {
-	char dir[512], file[700], log[700], vlog[700], pidarg[16], buf[4096];
-	const char *argv[] = {REELCAP_BIN, "-w", file, "--print", "-p", pidarg, NULL};
+	char pidarg[16], buf[4096];
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-w", p.file, "--print", "-p", pidarg, NULL};
 	struct file_sums fs = {0};
 	pid_t child, cap;
-	int p[2], st, lfd;
+	int pfd[2], st, lfd;
 	size_t got = 0;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_sigpipe", dir, sizeof(dir));
-	snprintf(file, sizeof(file), "%s/p.reel", dir);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	setup(&p, "errors_sigpipe", NULL, "p.reel");
 	child = busy_child();
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)child);
-	assert_int_equal(pipe(p), 0);
-	lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(pipe(pfd), 0);
+	lfd = open(p.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	assert_true(lfd >= 0);
 	fflush(NULL);
 	cap = fork();
 	assert_true(cap >= 0);
 	if (cap == 0) {
-		if (dup2(p[1], 1) < 0 || dup2(lfd, 2) < 0)
+		if (dup2(pfd[1], 1) < 0 || dup2(lfd, 2) < 0)
 			_exit(126);
-		close(p[0]);
+		close(pfd[0]);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
-	close(p[1]);
+	close(pfd[1]);
 	close(lfd);
 	/* read what --print says until the child's traffic shows, then leave */
 	while (got < 2000) {
-		ssize_t n = read(p[0], buf, sizeof(buf));
+		ssize_t n = read(pfd[0], buf, sizeof(buf));
 
 		if (n <= 0)
 			break;
 		got += (size_t)n;
 	}
-	close(p[0]);
+	close(pfd[0]);
 	st = wait_exit(cap, 30);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	skip_if_refused(exit_code(st), log);
-	file_sums(file, &fs);
+	skip_if_refused(exit_code(st), p.log);
+	file_sums(p.file, &fs);
 	printf("SIGPIPE (--print reader gone after %zu bytes): exit %d, %llu records, clean "
 	       "close %d\n",
 	       got, exit_code(st), fs.records, fs.clean);
 	if (exit_code(st) != 0 || !fs.clean)
-		print_log(log);
+		print_log(p.log);
 	assert_true(got >= 2000);
 	assert_int_equal(exit_code(st), 0);
 	assert_true(fs.clean);
-	expect_verifies(file, vlog);
+	expect_verifies(p.file, p.vlog);
 }
 
 /* ---- exit codes and messages ---- */
 
 static void test_cannot_rotate(void **state)
 {
-	char dir[512], file[700], link1[800], log[600], vlog[600];
-	const char *argv[] = {REELCAP_BIN, "-w",	  file, "-C",	  "200k", "-W", "3",
-			      "--",	   REEL_PEER_BIN, "-q", "--only", "tcp4", NULL};
+	char link1[800];
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-w",	  p.file, "-C",	    "200k", "-W", "3",
+			      "--",	   REEL_PEER_BIN, "-q",	  "--only", "tcp4", NULL};
 	struct file_sums fs = {0};
 	struct stat sb;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_rotate", dir, sizeof(dir));
-	snprintf(file, sizeof(file), "%s/x.reel", dir);
-	snprintf(link1, sizeof(link1), "%s.1", file);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	snprintf(vlog, sizeof(vlog), "%s/verify.txt", dir);
+	setup(&p, "errors_rotate", NULL, "x.reel");
+	snprintf(link1, sizeof(link1), "%s.1", p.file);
 	assert_int_equal(symlink("/etc/passwd", link1), 0);
-	run_check(argv, log, 1, "cannot rotate to", "refusing to write through a symlink");
+	run_check(argv, p.log, 1, "cannot rotate to", "refusing to write through a symlink");
 	/* the symlink untouched, the capture whole in the first file */
 	assert_int_equal(lstat(link1, &sb), 0);
 	assert_true(S_ISLNK(sb.st_mode));
-	expect_verifies(file, vlog);
-	file_sums(file, &fs);
+	expect_verifies(p.file, p.vlog);
+	file_sums(p.file, &fs);
 	assert_true(fs.clean);
 	assert_int_equal(fs.drop, 0);
 }
 
 static void test_libssl_missing(void **state)
 {
-	char dir[512], file[700], log[600];
-	const char *argv[] = {REELCAP_BIN, "-w",	file, "--libssl", "/nonexistent/libssl.so",
-			      "--",	   "/bin/true", NULL};
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-w", p.file, "--libssl", "/nonexistent/libssl.so", "--",
+			      "/bin/true", NULL};
 	struct stat sb;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_libssl", dir, sizeof(dir));
-	snprintf(file, sizeof(file), "%s/t.reel", dir);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	run_check(argv, log, 1, "--libssl /nonexistent/libssl.so", "No such file or directory");
-	assert_int_equal(stat(file, &sb), -1);
+	setup(&p, "errors_libssl", NULL, "t.reel");
+	run_check(argv, p.log, 1, "--libssl /nonexistent/libssl.so", "No such file or directory");
+	assert_int_equal(stat(p.file, &sb), -1);
 }
 
 static void test_output_paths(void **state)
 {
-	char dir[512], file[700], log[600], fifo[700], rd[1500];
-	const char *argv[] = {REELCAP_BIN, "-q", "-w", file, "--", "/bin/true", NULL};
-	const char *rot[] = {REELCAP_BIN, "-q", "-w", file, "-C", "1M", "--", "/bin/true", NULL};
+	char fifo[700], rd[1500];
+	struct paths p;
+	const char *argv[] = {REELCAP_BIN, "-q", "-w", p.file, "--", "/bin/true", NULL};
+	const char *rot[] = {REELCAP_BIN, "-q", "-w", p.file, "-C", "1M", "--", "/bin/true", NULL};
 	struct stat sb;
 
 	(void)state;
-	need_root();
-	cit_workdir("errors_paths", dir, sizeof(dir));
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	setup(&p, "errors_paths", NULL, NULL);
 
 	/* a directory */
-	snprintf(file, sizeof(file), "%s", dir);
-	run_check(argv, log, 1, "is a directory", NULL);
+	snprintf(p.file, sizeof(p.file), "%s", p.dir);
+	run_check(argv, p.log, 1, "is a directory", NULL);
 
 	/* /dev/null takes the capture, and stays /dev/null */
-	snprintf(file, sizeof(file), "/dev/null");
-	run_check(argv, log, 0, NULL, NULL);
+	snprintf(p.file, sizeof(p.file), "/dev/null");
+	run_check(argv, p.log, 0, NULL, NULL);
 	assert_int_equal(stat("/dev/null", &sb), 0);
 	assert_true(S_ISCHR(sb.st_mode));
 	/* rotation needs a regular file */
-	run_check(rot, log, 2, "-C needs a regular file", NULL);
+	run_check(rot, p.log, 2, "-C needs a regular file", NULL);
 
 	/* a FIFO: the capture flows to its reader, a whole file */
-	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", p.dir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
-	snprintf(file, sizeof(file), "%s", fifo);
-	snprintf(rd, sizeof(rd), "cat '%s' > '%s/fromfifo.reel'", fifo, dir);
+	snprintf(p.file, sizeof(p.file), "%s", fifo);
+	snprintf(rd, sizeof(rd), "cat '%s' > '%s/fromfifo.reel'", fifo, p.dir);
 	{
 		pid_t cat = fork();
 		struct file_sums fs = {0};
@@ -608,9 +603,9 @@ static void test_output_paths(void **state)
 			execl("/bin/sh", "sh", "-c", rd, (char *)NULL);
 			_exit(127);
 		}
-		run_check(argv, log, 0, NULL, NULL);
+		run_check(argv, p.log, 0, NULL, NULL);
 		waitpid(cat, NULL, 0);
-		snprintf(out, sizeof(out), "%s/fromfifo.reel", dir);
+		snprintf(out, sizeof(out), "%s/fromfifo.reel", p.dir);
 		file_sums(out, &fs);
 		assert_true(fs.clean);
 		assert_true(fs.records > 0);
