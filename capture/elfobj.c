@@ -3,13 +3,19 @@
  * ELF objects through libelf (contract in elfobj.h). The file is mapped
  * (ELF_C_READ_MMAP): section contents and strings are views of the mapping,
  * so a 100 MB executable costs no copy. Every offset libelf hands out is
- * checked against the mapped size before a byte of it is read.
+ * checked against the mapped size before a byte of it is read. Code bytes
+ * (elfobj_read) come from the file with pread, not from the mapping: the
+ * kernel installs the breakpoints of registered uprobes in every mapping of
+ * the file that may execute, a read-only private one like libelf's included,
+ * so the mapping of a program another tracer (or reelcap itself) hooks shows
+ * int3 where the original instructions are.
  */
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfobj.h"
 
@@ -17,6 +23,7 @@
 #define ELFOBJ_MAX_NEEDED 32
 
 struct elfobj {
+	int fd; /* the caller's: code bytes are read from the file (above) */
 	Elf *elf;
 	const uint8_t *raw; /* the whole file, mapped */
 	size_t rawlen;
@@ -84,6 +91,7 @@ struct elfobj *elfobj_open(int fd)
 		errno = ENOMEM;
 		return NULL;
 	}
+	e->fd = fd;
 	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh) ||
 	    gelf_getclass(e->elf) != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
@@ -208,6 +216,23 @@ int elfobj_code_offset(const struct elfobj *e, uint64_t addr, uint64_t *off)
 	return -ENOENT;
 }
 
+/* len bytes at file offset off: 0, -EIO past the end, or -errno */
+static int read_at(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 int elfobj_read(const struct elfobj *e, uint64_t addr, void *buf, size_t len)
 {
 	for (int i = 0; i < e->nphdr; i++) {
@@ -216,8 +241,7 @@ int elfobj_read(const struct elfobj *e, uint64_t addr, void *buf, size_t len)
 		if (addr < p->p_vaddr || addr - p->p_vaddr > p->p_filesz ||
 		    len > p->p_filesz - (addr - p->p_vaddr))
 			continue;
-		memcpy(buf, e->raw + p->p_offset + (addr - p->p_vaddr), len);
-		return 0;
+		return read_at(e->fd, buf, len, p->p_offset + (addr - p->p_vaddr));
 	}
 	return -ENOENT;
 }

@@ -38,7 +38,8 @@ int elfobj_section(const struct elfobj *e, const char *name, uint64_t *addr, con
 int elfobj_code_offset(const struct elfobj *e, uint64_t addr, uint64_t *off);
 
 /* Copies len bytes at virtual address addr (file-backed part of a PT_LOAD)
- * into buf: 0 or -ENOENT. */
+ * into buf, read from the file (never the mapping, which shows the int3 of
+ * uprobes registered on the file): 0, -ENOENT, or a read error. */
 int elfobj_read(const struct elfobj *e, uint64_t addr, void *buf, size_t len);
 
 /* The NUL-terminated string at virtual address addr (file-backed), copied

@@ -223,6 +223,70 @@ static void test_go_stripped(void **state)
 		assert_int_equal(a.hooks[i].addr, b.hooks[i].addr);
 }
 
+/* Writes s to a tracefs file; 0 or -errno. */
+static int tracefs_write(const char *file, const char *s)
+{
+	char path[256];
+	ssize_t n;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/%s", file);
+	fd = open(path, O_WRONLY | O_APPEND); /* tracefs refuses O_CREAT (fopen "a") */
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	err = n < 0 ? -errno : (size_t)n != strlen(s) ? -EIO : 0;
+	close(fd);
+	return err;
+}
+
+/* A Go program some tracer hooks (here: tracefs uprobes on its Write entry
+ * and RETs, enabled) scans as it does unhooked: the kernel puts the uprobes'
+ * int3 into every mapping of the file that may execute, libelf's read-only
+ * one included, so code must be read from the file itself. */
+static void test_go_hooked(void **state)
+{
+	const char *path = REEL_TLSPROG "/gotls";
+	struct tls_object a, b;
+	char def[512];
+	int n = 0, err = 0;
+
+	(void)state;
+	if (!have_file(path) || access("/sys/kernel/tracing/uprobe_events", W_OK)) {
+		fprintf(stderr, "skip: %s or a writable tracefs uprobe_events missing\n", path);
+		skip();
+	}
+	scan(path, &a);
+	assert_int_equal(a.err, 0);
+	for (int i = 0; i < a.nhooks; i++) {
+		if (a.hooks[i].fn != TLSF_GO_WRITE)
+			continue;
+		snprintf(def, sizeof(def), "p:reel_tlsobj_test/h%d %s:0x%llx\n", n, path,
+			 (unsigned long long)a.hooks[i].off);
+		err = tracefs_write("uprobe_events", def);
+		if (err)
+			break;
+		n++;
+	}
+	if (!err)
+		err = tracefs_write("events/reel_tlsobj_test/enable", "1\n");
+	if (!err)
+		scan(path, &b);
+	tracefs_write("events/reel_tlsobj_test/enable", "0\n");
+	for (int i = 0; i < n; i++) {
+		snprintf(def, sizeof(def), "-:reel_tlsobj_test/h%d\n", i);
+		tracefs_write("uprobe_events", def);
+	}
+	assert_int_equal(err, 0);
+	assert_true(n >= 2); /* the entry and at least one RET */
+	assert_int_equal(b.err, 0);
+	assert_int_equal(b.nhooks, a.nhooks);
+	for (int i = 0; i < a.nhooks; i++) {
+		assert_int_equal(b.hooks[i].addr, a.hooks[i].addr);
+		assert_int_equal(b.hooks[i].off, a.hooks[i].off);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* C libraries                                                         */
 
@@ -668,17 +732,12 @@ static void test_live_process(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_go_symbols),
-		cmocka_unit_test(test_go_stripped),
-		cmocka_unit_test(test_libssl),
-		cmocka_unit_test(test_static_openssl),
-		cmocka_unit_test(test_node),
-		cmocka_unit_test(test_gnutls),
-		cmocka_unit_test(test_boringssl),
-		cmocka_unit_test(test_not_tls),
-		cmocka_unit_test(test_pclntab_layouts),
-		cmocka_unit_test(test_buildinfo),
-		cmocka_unit_test(test_ldpath),
+		cmocka_unit_test(test_go_symbols),     cmocka_unit_test(test_go_stripped),
+		cmocka_unit_test(test_go_hooked),      cmocka_unit_test(test_libssl),
+		cmocka_unit_test(test_static_openssl), cmocka_unit_test(test_node),
+		cmocka_unit_test(test_gnutls),	       cmocka_unit_test(test_boringssl),
+		cmocka_unit_test(test_not_tls),	       cmocka_unit_test(test_pclntab_layouts),
+		cmocka_unit_test(test_buildinfo),      cmocka_unit_test(test_ldpath),
 		cmocka_unit_test(test_live_process),
 	};
 
