@@ -1,40 +1,56 @@
 #!/usr/bin/env bash
 # bench_capture: the capture's cost and size, as ratios against references
 # measured in the same run on the same host (run as root; not part of ctest):
-#   a) wrk requests/s against nginx (keep-alive; 1 KiB and 64 KiB bodies) with
-#      full capture on (reelcap, no filters: every process) / off; rounds
-#      interleaved off,on,off,...,off; ratio = mean(on) / mean(off)   target >= 0.95
-#      Beside it, measured in the same cycles (off, then the variants in an
-#      order rotated every cycle): the attach floor (every program attached,
-#      `--comm` of no process: nothing captured) and `perf record -z` on the
-#      tracepoints reelcap attaches, with their ratios, LOST, tracer CPU and
-#      the CPU per request (wrk + nginx + tracer) each adds to the untraced
-#      rounds'. BENCH_A_REFS picks the references (default "floor perf").
+#   a) wrk -t1 -c8 requests/s against nginx (1 worker, keep-alive, sendfile
+#      off; 1 KiB and 64 KiB bodies), as ratios of the untraced req/s. Every
+#      cycle runs one round of each variant, in an order rotated by one each
+#      cycle: untraced; per scope the attach floor (every program attached,
+#      nothing captured), full capture (reelcap) and `perf record -z` on the
+#      same hooks (no payload); and `tcpdump -i lo -w` of the port. Scopes
+#      (REEL_BENCH_SCOPE, default "server both"): server = nginx only
+#      (--comm nginx), both = both ends (--port P: wrk is traced too), all =
+#      every process. Ratio = median over the cycles of the variant's req/s /
+#      the same cycle's untraced req/s. Printed per variant: LOST, DROP and the
+#      bytes missing (holes of LOST/DROP + overload cuts) for reelcap, lost
+#      samples for perf, packets dropped by the kernel for tcpdump (bytes
+#      missing estimated as drops x mean payload per captured packet), tracer
+#      CPU and CPU per request over the untraced rounds'
+#      (tests/bench/bench_capture_a.sh). Targets (issue 11): 1 KiB full capture
+#      >= 0.85 nginx only and >= 0.75 both ends with 0 LOST and 0 DROP;
+#      64 KiB both ends >= tcpdump's ratio with fewer bytes missing than
+#      tcpdump drops.
 #   b) tracer CPU seconds per MB of ring data drained: reelcap (sample bytes)
-#      beside `perf record -z -a` on the same syscall tracepoints (perf's
-#      "original N MB"), both wrapped in cputime.py; two loads: evgen paced at
-#      100k syscalls/s (the same work under both) and wrk /b1k  target <= 1.0
+#      beside `perf record -z -a` on the same hooks (perf's "original N MB"),
+#      both wrapped in cputime.py; two loads: evgen paced at 100k syscalls/s
+#      (the same work under both) and wrk /b1k                    target <= 1.0
 #   c) LOST at 200k events/s with default settings (evgen 200000 10 under
 #      full capture), from the file                                target == 0
-#   d) file bytes of reelcap (--port P) beside `tcpdump -i lo -w` of the same
-#      wrk run compressed with zstd -3                              target <= 0.5
+#   d) file bytes per request of reelcap (--port P, nginx only by default)
+#      beside `tcpdump -i lo -w` of the same paced load (curl, one keep-alive
+#      connection, BENCH_D_RATE requests/s, default 500, for ROUND seconds)
+#      compressed with zstd -3, for 1 KiB and 64 KiB bodies, and whether
+#      every payload byte is in both files                         target <= 0.5
 # Then, as a diagnosis, BPF run time per program (bpftool prog show with
 # kernel.bpf_stats_enabled) over one more captured round.
 #
-#   tests/bench/bench_capture.sh [ROUND_SECONDS]
-# BENCH_PARTS picks parts (default "abcde"; e is the BPF run-time diagnosis),
-# BENCH_BODIES the bodies of a) (default "b1k b64k").
-# REEL_BENCH_SCOPE=server captures only nginx (--comm nginx) in a) and d): what a
-# production host tracing its server does (the load generator is elsewhere).
-# The default, all, traces every process, wrk included, so each byte is
-# captured twice (sender and receiver) and wrk pays the tracing cost too.
-# Binaries: $REELCAP, $REELTOOL, $EVGEN, or a build tree: $REEL_BUILD, the tree
-# this script was copied into, or build-bench / build / build-it in the repo.
+#   tests/bench/bench_capture.sh [ROUND_SECONDS]      (default 4)
+# BENCH_ROUNDS cycles of a) (default 5), BENCH_PARTS the parts (default
+# "abcde"; e is the BPF run-time diagnosis), BENCH_BODIES the bodies of a)
+# (default "b1k b64k"), BENCH_A_REFS the variants of a) beside full capture
+# (default "floor perf tcpdump"), BENCH_TCPDUMP_ARGS extra tcpdump options in
+# a) (default none), BENCH_D_BODIES / BENCH_D_RATE / BENCH_D_SCOPE (server or
+# both) for d), BENCH_PORT nginx's port (default 18480; the both-ends floor
+# filters on PORT+1, BENCH_NOPORT).
+# A full run with the defaults takes about 25 minutes (a: 2 bodies x 5 cycles
+# x 8 rounds of 4 s plus each tracer's start and stop).
+# Binaries: $REELCAP, $REELTOOL, $REELPLAY, $EVGEN, or a build tree:
+# $REEL_BUILD, the tree this script was copied into, or build-bench / build /
+# build-it in the repo.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 round=${1:-4}
-rounds=${BENCH_ROUNDS:-5} # "on" rounds per body size, between rounds+1 "off" rounds
+rounds=${BENCH_ROUNDS:-5} # cycles of a)
 port=${BENCH_PORT:-18480}
 
 if [ "$(id -u)" != 0 ]; then
@@ -69,11 +85,15 @@ find_build() {
 build=$(find_build)
 REELCAP=${REELCAP:-${build:+$build/capture/reelcap}}
 REELTOOL=${REELTOOL:-${build:+$build/tools/reeltool}}
-if [ -z "$REELCAP" ] || [ ! -x "$REELCAP" ] || [ -z "$REELTOOL" ] || [ ! -x "$REELTOOL" ]; then
-	echo "bench_capture: no built reelcap/reeltool (set REEL_BUILD or REELCAP/REELTOOL)" >&2
-	exit 2
-fi
-for t in wrk nginx tcpdump perf zstd python3; do
+REELPLAY=${REELPLAY:-${build:+$build/replay/reelplay}}
+for b in "$REELCAP" "$REELTOOL" "$REELPLAY"; do
+	if [ -z "$b" ] || [ ! -x "$b" ]; then
+		echo "bench_capture: no built reelcap/reeltool/reelplay ('$b'; set REEL_BUILD or" \
+			"REELCAP/REELTOOL/REELPLAY)" >&2
+		exit 2
+	fi
+done
+for t in wrk nginx tcpdump perf zstd curl bpftool python3; do
 	command -v $t >/dev/null || {
 		echo "bench_capture: $t is missing (tools/deps.sh test installs it)" >&2
 		exit 2
@@ -99,11 +119,19 @@ fi
 
 TRACER_PID=
 TRACER_LOG=
+TCPDUMP_PID=
+# cleanup: stop the tracer (reelcap, perf or tcpdump) and tcpdump of d) if
+# one runs, then nginx (stop_peers); on exit, Ctrl-C and TERM
 cleanup() {
-	[ -n "$TRACER_PID" ] && kill -INT "$TRACER_PID" 2>/dev/null
+	local p
+	for p in $TRACER_PID $TCPDUMP_PID; do
+		kill -INT "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	TRACER_PID= TCPDUMP_PID=
 	stop_peers
 }
 trap cleanup EXIT
+trap 'echo "bench_capture: interrupted" >&2; exit 130' INT TERM
 
 echo "bench_capture: reelcap $REELCAP"
 echo "bench_capture: $(nproc) CPUs, kernel $(uname -r), rounds of ${round}s;" \
@@ -176,40 +204,25 @@ wrk_run() {
 }
 
 # --------------------------------------------------------------------
-# a) throughput with full capture on / off, beside two references: the attach
-# floor (reelcap with every program attached and a --comm filter nothing
-# matches: the syscall tracepoints' cost before any capture) and `perf record
-# -z` on the tracepoints reelcap attaches, scoped like reelcap (the sys_exit_*
-# of bpf/reel_trace.bpf.c, none of sys_enter_*; perf records only the syscall
-# number and return value). Each cycle is off, then the variants in an order
-# rotated every cycle, and one more off at the end. CPU: wrk (rusage) + nginx
-# worker + tracer (/proc/PID/stat ticks) during the wrk run, per request; BPF
-# time is in the stime of the traced processes.
+# a) throughput: untraced, attach floor, full capture, perf record -z and
+# tcpdump in rotated cycles, per scope (tests/bench/bench_capture_a.sh)
 
-SCOPE=${REEL_BENCH_SCOPE:-all}
-case "$SCOPE" in
-all) SCOPE_ARGS=() ;;
-server) SCOPE_ARGS=(--comm nginx) ;;
-*) echo "bench_capture: REEL_BENCH_SCOPE is all or server" >&2; exit 2 ;;
-esac
-
+A_SCOPES=${REEL_BENCH_SCOPE:-server both}
 PARTS=${BENCH_PARTS:-abcde}
 BODIES=${BENCH_BODIES:-b1k b64k}
-A_REFS=${BENCH_A_REFS-floor perf} # reference variants of a) beside full capture
+A_REFS=${BENCH_A_REFS-floor perf tcpdump} # reference variants of a) beside full capture
 part() { [[ "$PARTS" == *"$1"* ]]; }
-A_NOSUCH=reel-nosuch # a comm no process has
-A_PERF_SETTLE=${BENCH_PERF_SETTLE:-1} # s after perf's file appears (its /proc scan)
+# the hooks reelcap attaches, as perf events: the sys_exit_* of
+# bpf/reel_trace.bpf.c (none of sys_enter_*), the sock tracepoints of
+# bpf/reel_uring.bpf.h and the sched events (perf records the syscall number
+# and return value, no payload)
 a_tps=
 for s in read write readv writev sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg sendfile64 \
 	splice connect accept accept4 close; do
 	a_tps="$a_tps syscalls:sys_exit_$s"
 done
+a_tps="$a_tps sock:sock_send_length sock:sock_recv_length"
 a_tps="$a_tps sched:sched_process_fork sched:sched_process_exec sched:sched_process_exit"
-# perf's filter, in its command line (a sh script that execs perf: $$ there is
-# perf's pid): all but perf itself as in b), or nginx like --comm nginx
-# shellcheck disable=SC2016 # $$ is for that sh
-A_PFILTER='"common_pid != $$"'
-[ "$SCOPE" = server ] && A_PFILTER="'comm == \"nginx\"'"
 NGINX_WORKER=
 for _ in $(seq 50); do
 	NGINX_WORKER=$(child "$NGINX_PID")
@@ -217,159 +230,9 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-# start_perf DATA: background perf record -z on a_tps; 1 and A_NA[perf] set
-# when it does not run
-start_perf() {
-	local data=$1
-	rm -f "$data" "$W/a_perf.cpu"
-	{
-		printf 'exec perf record -z -a -m 512 -o %s' "$data"
-		for t in $a_tps; do
-			printf ' -e %s --filter %s' "$t" "$A_PFILTER"
-		done
-		echo
-	} >"$W/a_perf.sh"
-	$CPUTIME "$W/a_perf.cpu" sh "$W/a_perf.sh" 2>"$W/a_perf.log" &
-	TRACER_PID=$!
-	TRACER_LOG=
-	for _ in $(seq 100); do
-		[ -s "$data" ] && break
-		kill -0 "$TRACER_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	sleep "$A_PERF_SETTLE"
-	if ! kill -0 "$TRACER_PID" 2>/dev/null || [ ! -s "$data" ]; then
-		stop_tracer
-		A_NA[perf]="n/a (perf record: $(grep -v '^ *$' "$W/a_perf.log" | head -n 1 | cut -c1-60))"
-		return 1
-	fi
-}
-
-# a_round VARIANT BODY: one wrk round with VARIANT (off floor perf full)
-# running; appends the round's figures to the A_* arrays
-declare -A A_RPS A_US A_TCPU A_LOST A_DROP A_NA A_CHUNKS A_SAMPLES
-a_round() {
-	local v=$1 body=$2 tp="" t0=0 t1=0 n0 n1 rps req wcpu
-	[ -n "${A_NA[$v]:-}" ] && return 0
-	case "$v" in
-	off) ;;
-	floor) start_reelcap "$W/a_floor.reel" --comm "$A_NOSUCH" || return 1 ;;
-	full) start_reelcap "$W/a_$body.reel" "${SCOPE_ARGS[@]}" || return 1 ;;
-	perf) start_perf "$W/a_perf.data" || return 0 ;;
-	esac
-	[ -n "$TRACER_PID" ] && tp=$(child "$TRACER_PID")
-	n0=$(ticks "$NGINX_WORKER")
-	[ -n "$tp" ] && t0=$(ticks "$tp")
-	read -r rps req wcpu < <(wrk_run "/$body" "$round")
-	[ -n "$tp" ] && t1=$(ticks "$tp")
-	n1=$(ticks "$NGINX_WORKER")
-	stop_tracer
-	A_RPS[$v]="${A_RPS[$v]:-} $rps"
-	A_TCPU[$v]="${A_TCPU[$v]:-} $(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')"
-	A_US[$v]="${A_US[$v]:-} $(awk -v w="$wcpu" -v n="$((n1 - n0 + t1 - t0))" -v hz="$HZ" -v r="$req" \
-		'BEGIN {if (r > 0) printf "%.2f", (w + n/hz) / r * 1e6; else print "nan"}')"
-	local lost=0 drop=0 chunks=0
-	case "$v" in
-	floor | full)
-		local f=$W/a_floor.reel
-		[ "$v" = full ] && f=$W/a_$body.reel
-		read -r lost drop < <("$REELTOOL" info --json "$f" |
-			python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["lost_samples"], j["dropped_records"])')
-		if [ "$v" = full ]; then
-			TP_CPU[$body]="${TP_CPU[$body]:-} $(awk '/reelcap CPU/ {print $3}' "$W/reelcap.$$.log")"
-		fi
-		;;
-	perf)
-		# samples lost, summed over the events' "EVENT stats:" sections
-		# (perf 6.1 counts lost samples there as "LOST_SAMPLES events"),
-		# and PERF_RECORD_LOST records (chunks) from "Aggregated stats:"
-		perf report -i "$W/a_perf.data" --stats >"$W/a_perf.stats" 2>/dev/null
-		lost=$(awk '/^[^ ]+:[^ ]+ stats:$/ {e = 1} e && /LOST_SAMPLES events:/ {s += $3} END {print s + 0}' \
-			"$W/a_perf.stats")
-		chunks=$(awk '/^[^ ]+:[^ ]+ stats:$/ {exit} /^ *LOST events:/ {print $3; exit}' "$W/a_perf.stats")
-		A_CHUNKS[$body]=$((${A_CHUNKS[$body]:-0} + ${chunks:-0}))
-		local samples
-		samples=$(awk '/^[^ ]+:[^ ]+ stats:$/ {exit} /SAMPLE events:/ {print $3; exit}' "$W/a_perf.stats")
-		A_SAMPLES[$body]=$((${A_SAMPLES[$body]:-0} + ${samples:-0}))
-		[ "${samples:-0}" -gt 0 ] || echo "bench_capture: warning: perf recorded no samples" \
-			"($(grep -v '^ *$' "$W/a_perf.log" | head -n 1))" >&2
-		rm -f "$W/a_perf.data"
-		;;
-	esac
-	A_LOST[$v.$body]=$((${A_LOST[$v.$body]:-0} + lost))
-	A_DROP[$v.$body]=$((${A_DROP[$v.$body]:-0} + drop))
-}
-
-# mean "V V ...": mean of the numbers in a list (nan if none)
-mean() { tr ' ' '\n' <<<"$1" | awk '$1 != "" && $1 != "nan" {s += $1; n++} END {if (n) printf "%.2f", s/n; else print "nan"}'; }
-med() { sort -n | awk '{v[NR]=$1} END {printf "%.0f", NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-declare -A TP_ON TP_OFF TP_RATIO TP_LOST TP_DROP TP_CPU TP_MED A_RATIO
-for body in $BODIES; do
-	part a || break
-	variants=()
-	for v in $A_REFS full; do
-		case "$v" in
-		floor | perf | full) variants+=("$v") ;;
-		*) echo "bench_capture: BENCH_A_REFS: unknown variant $v (floor, perf)" >&2; exit 2 ;;
-		esac
-	done
-	nv=${#variants[@]}
-	for k in "${!A_RPS[@]}"; do unset "A_RPS[$k]" "A_US[$k]" "A_TCPU[$k]"; done
-	wrk_rps "/$body" 1 >/dev/null # warm up
-	for i in $(seq 0 "$rounds"); do
-		a_round off "$body" || exit 1
-		[ "$i" = "$rounds" ] && break
-		for j in $(seq 0 $((nv - 1))); do
-			a_round "${variants[$(((i + j) % nv))]}" "$body" || exit 1
-		done
-	done
-	read -ra offs <<<"${A_RPS[off]}"
-	read -ra ons <<<"${A_RPS[full]}"
-	TP_LOST[$body]=${A_LOST[full.$body]:-0}
-	TP_DROP[$body]=${A_DROP[full.$body]:-0}
-	TP_OFF[$body]=$(printf '%s\n' "${offs[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
-	TP_ON[$body]=$(printf '%s\n' "${ons[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
-	TP_RATIO[$body]=$(awk -v a="${TP_ON[$body]}" -v b="${TP_OFF[$body]}" 'BEGIN {printf "%.3f", a/b}')
-	mon=$(printf '%s\n' "${ons[@]}" | med)
-	moff=$(printf '%s\n' "${offs[@]}" | med)
-	TP_MED[$body]=$(awk -v a="$mon" -v b="$moff" 'BEGIN {printf "%.3f", a/b}')
-	echo "a) /$body requests/s off: ${offs[*]}  on: ${ons[*]}"
-	echo "   mean on/off ${TP_ON[$body]}/${TP_OFF[$body]} = ${TP_RATIO[$body]}; median $mon/$moff =" \
-		"${TP_MED[$body]}; LOST ${TP_LOST[$body]}, DROP ${TP_DROP[$body]} during on-rounds;" \
-		"reelcap CPU s per ${round}s round:${TP_CPU[$body]}"
-	# the table: means over the rounds; "+us" = CPU us per request (wrk,
-	# nginx worker, tracer) minus the untraced rounds'
-	us_off=$(mean "${A_US[off]}")
-	printf '   %-34s %8s %6s %9s %6s %10s %8s %7s\n' "/$body, ${round}s rounds, scope $SCOPE" \
-		"req/s" "ratio" "LOST" "DROP" "tracer CPU" "CPU us" "+us"
-	printf '   %-34s %8.0f %6s %9s %6s %10s %8s %7s\n' "untraced (${#offs[@]} rounds)" "${TP_OFF[$body]}" \
-		"1.000" - - - "$us_off" -
-	for v in "${variants[@]}"; do
-		case "$v" in
-		floor) label="attach floor (--comm $A_NOSUCH)" ;;
-		perf) label="perf record -z, same tracepoints" ;;
-		full) label="reelcap, full capture" ;;
-		esac
-		if [ -n "${A_NA[$v]:-}" ] && [ -z "${A_RPS[$v]:-}" ]; then
-			printf '   %-34s %s\n' "$label" "${A_NA[$v]}"
-			A_RATIO[$v.$body]=nan
-			continue
-		fi
-		rps=$(mean "${A_RPS[$v]}")
-		A_RATIO[$v.$body]=$(awk -v a="$rps" -v b="${TP_OFF[$body]}" 'BEGIN {printf "%.3f", a/b}')
-		us=$(mean "${A_US[$v]}")
-		lost=${A_LOST[$v.$body]:-0} drop=${A_DROP[$v.$body]:-0}
-		[ "$v" = perf ] && lost="$lost/${A_CHUNKS[$body]:-0}" drop=-
-		printf '   %-34s %8.0f %6s %9s %6s %9ss %8s %7s\n' "$label" "$rps" "${A_RATIO[$v.$body]}" \
-			"$lost" "$drop" "$(mean "${A_TCPU[$v]}")" "$us" \
-			"$(awk -v a="$us" -v b="$us_off" 'BEGIN {if (a == "nan" || b == "nan") print "nan"; else printf "%.2f", a-b}')"
-	done
-	awk -v b="$us_off" 'BEGIN {if (b != "nan") printf "   ratio 0.95 leaves %.2f us CPU per request for all capture work (untraced %.2f x (1/0.95 - 1))\n", b*(1/0.95-1), b}'
-	[[ " ${variants[*]} " == *" perf "* ]] && [ -z "${A_NA[perf]:-}" ] &&
-		echo "   (perf LOST: samples lost/PERF_RECORD_LOST records of ${A_SAMPLES[$body]:-0} samples kept," \
-			"from perf report --stats)"
-	[ -n "${A_NA[perf]:-}" ] && [ -n "${A_RPS[perf]:-}" ] && echo "   perf: ${A_NA[perf]} in a later round"
-done
+# shellcheck source=bench_capture_a.sh
+. "$here/bench_capture_a.sh"
+part a && part_a
 
 # --------------------------------------------------------------------
 # b) tracer CPU per MB drained: reelcap vs perf record on the same tracepoints
@@ -466,7 +329,7 @@ fi
 # --------------------------------------------------------------------
 # c) LOST at 200k events/s, default settings, full capture
 
-c_lost=nan c_samples='?' d_ratio=nan d_reel='?' d_pcap='?' d_zst='?'
+c_lost=nan c_samples='?'
 if part c; then
 start_reelcap "$W/c.reel" || exit 1
 c_evgen=$("$EVGEN" 200000 10)
@@ -482,28 +345,70 @@ grep "final:" "$W/reelcap.$$.log" | sed 's/^/   /'
 fi
 
 # --------------------------------------------------------------------
-# d) file size vs tcpdump + zstd -3 of the same wrk run
+# d) file bytes per request vs tcpdump -w + zstd -3 of the same paced load:
+# curl fetching the body over one keep-alive connection at BENCH_D_RATE
+# requests/s (a load both keep up with, so every payload byte is in both
+# files), reelcap scoped by BENCH_D_SCOPE (default server: --port P --comm
+# nginx, each byte once as in the pcap; both: --port P, each byte twice)
 
+D_RATE=${BENCH_D_RATE:-500}
+D_SCOPE=${BENCH_D_SCOPE:-server}
+declare -A D_RATIO D_OK D_LINE
+# d_body BODY: one paced run of ROUND s captured by both; sets D_RATIO[BODY]
+# (reel bytes / zstd -3 pcap bytes) and D_OK[BODY] (every payload byte in both)
+d_body() {
+	local body=$1 n kb
+	n=$((D_RATE * round))
+	kb=${body#b}
+	kb=${kb%k}
+	rm -f "$W/d.pcap" "$W/d.pcap.zst"
+	tcpdump -i lo --immediate-mode -s0 -B 262144 -U -w "$W/d.pcap" "tcp port $port" 2>"$W/d_tcpdump.log" &
+	TCPDUMP_PID=$!
+	for _ in $(seq 100); do
+		grep -qs "listening on" "$W/d_tcpdump.log" && break
+		sleep 0.05
+	done
+	# shellcheck disable=SC2046 # the scope's arguments are words
+	start_reelcap "$W/d.reel" --port "$port" $([ "$D_SCOPE" = server ] && echo --comm nginx) || exit 1
+	local t0=$SECONDS
+	curl -s --rate "$D_RATE/s" "http://127.0.0.1:$port/$body?[1-$n]" >/dev/null ||
+		echo "bench_capture: warning: curl failed in d)" >&2
+	local secs=$((SECONDS - t0))
+	sleep 1.5 # tcpdump drops what is still in the kernel buffer when stopped at once
+	stop_tracer
+	kill -INT "$TCPDUMP_PID"
+	wait "$TCPDUMP_PID" 2>/dev/null
+	TCPDUMP_PID=
+	zstd -q -3 -o "$W/d.pcap.zst" "$W/d.pcap"
+	local reel pcap zst kdrop sum payload holes lost
+	reel=$(stat -c %s "$W/d.reel")
+	pcap=$(stat -c %s "$W/d.pcap")
+	zst=$(stat -c %s "$W/d.pcap.zst")
+	kdrop=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$W/d_tcpdump.log")
+	sum=$("$REELPLAY" --summary "$W/d.reel" 2>/dev/null)
+	payload=$(sed -n 's/^captured payload \([0-9]*\) bytes; holes \([0-9]*\) (\([0-9]*\) bytes missing).*/\1/p' <<<"$sum")
+	holes=$(sed -n 's/^captured payload \([0-9]*\) bytes; holes \([0-9]*\) (\([0-9]*\) bytes missing).*/\3/p' <<<"$sum")
+	lost=$(sed -n 's/^LOST \([0-9]*\) samples.*DROP \([0-9]*\) records.*/\1 \2/p' <<<"$sum")
+	D_RATIO[$body]=$(awk -v a="$reel" -v b="$zst" 'BEGIN {if (b > 0) printf "%.3f", a/b; else print "nan"}')
+	# every payload byte: no hole, no LOST/DROP, at least the bodies' bytes, no tcpdump drop
+	if [ "${holes:-x}" = 0 ] && [ "$lost" = "0 0" ] && [ "${kdrop:-x}" = 0 ] &&
+		[ "${payload:-0}" -ge $((n * kb * 1024)) ]; then
+		D_OK[$body]=yes
+	else
+		D_OK[$body]=no
+	fi
+	echo "d) /$body, $n requests paced at $D_RATE/s by curl (${secs}s), reelcap $D_SCOPE scope:"
+	echo "   reel $reel B = $((reel / n)) B/request; pcap $pcap B, zstd -3 $zst B = $((zst / n)) B/request;" \
+		"ratio ${D_RATIO[$body]}"
+	echo "   reel: payload ${payload:-?} B (bodies alone $((n * kb * 1024)) B), ${holes:-?} B missing," \
+		"LOST/DROP ${lost:-?}; tcpdump: $(grep -o '[0-9]* packets captured' "$W/d_tcpdump.log"), ${kdrop:-?} dropped"
+	rm -f "$W/d.pcap" "$W/d.pcap.zst" "$W/d.reel"
+}
+D_BODIES=${BENCH_D_BODIES:-b1k b64k}
 if part d; then
-rm -f "$W/d.pcap" "$W/d.pcap.zst"
-tcpdump -i lo --immediate-mode -s0 -B 262144 -U -w "$W/d.pcap" "tcp port $port" 2>"$W/d_tcpdump.log" &
-TCPDUMP_PID=$!
-sleep 1
-start_reelcap "$W/d.reel" --port "$port" "${SCOPE_ARGS[@]}" || exit 1
-d_rps=$(wrk_rps /b1k "$round")
-sleep 1.5 # tcpdump drops what is still in the kernel buffer when stopped at once
-stop_tracer
-kill -INT "$TCPDUMP_PID"
-wait "$TCPDUMP_PID" 2>/dev/null
-zstd -q -3 -o "$W/d.pcap.zst" "$W/d.pcap"
-d_reel=$(stat -c %s "$W/d.reel")
-d_pcap=$(stat -c %s "$W/d.pcap")
-d_zst=$(stat -c %s "$W/d.pcap.zst")
-d_ratio=$(awk -v a="$d_reel" -v b="$d_zst" 'BEGIN {printf "%.3f", a/b}')
-d_pkts=$(grep -o "[0-9]* packets captured" "$W/d_tcpdump.log")
-d_kdrop=$(grep -o "[0-9]* packets dropped by kernel" "$W/d_tcpdump.log")
-echo "d) wrk /b1k ${d_rps} req/s; reel ${d_reel} B; pcap ${d_pcap} B ($d_pkts, $d_kdrop), zstd -3 ${d_zst} B;" \
-	"ratio $d_ratio"
+	for body in $D_BODIES; do
+		d_body "$body"
+	done
 fi
 
 # --------------------------------------------------------------------
@@ -553,37 +458,18 @@ fi
 
 # --------------------------------------------------------------------
 
-pass() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
-	if (v == "nan") { print "n/a"; exit }
-	ok = (op == ">=") ? v >= t : (op == "<=") ? v <= t : v == t
-	print ok ? "ok" : "MISS" }'; }
-echo
-echo "bench_capture results (reference measured in the same run; capture scope: $SCOPE)"
-printf '%-52s %12s %10s %6s\n' "figure" "value" "target" ""
-for body in $BODIES; do
-	part a || break
-	st=$(pass "${TP_RATIO[$body]}" ">=" 0.95)
-	# a capture that loses events is cheaper than one that keeps them
-	[ $((TP_LOST[$body] + TP_DROP[$body])) -gt 0 ] && st="$st, but lossy"
-	printf '%-52s %12s %10s %6s\n' "a) wrk req/s capture on/off, ${body#b} bodies" "${TP_RATIO[$body]}" ">= 0.95" \
-		"$st"
-	printf '%-52s %12s %10s %6s\n' "   (median ratio; events LOST + DROPped while on)" \
-		"${TP_MED[$body]}" "$((TP_LOST[$body] + TP_DROP[$body]))" ""
-	[ -n "${A_RATIO[floor.$body]:-}" ] && printf '%-52s %12s %10s %6s\n' \
-		"   (reference: attach floor, nothing captured)" "${A_RATIO[floor.$body]/nan/n/a}" "" ""
-	[ -n "${A_RATIO[perf.$body]:-}" ] && printf '%-52s %12s %10s %6s\n' \
-		"   (reference: perf record -z, same tracepoints)" "${A_RATIO[perf.$body]/nan/n/a}" "" ""
-done
 for l in evgen wrk; do
 	part b || break
-	printf '%-52s %12s %10s %6s\n' "b) tracer CPU s per MB, reelcap/perf, $l (cputime)" "${B_RATIO[$l]}" "<= 1.0" \
-		"$(pass "${B_RATIO[$l]}" "<=" 1.0)"
-	printf '%-52s %12s %10s %6s\n' "   (the same, CPU while the load ran: drain only)" "${B_DRATIO[$l]}" "<= 1.0" \
-		"$(pass "${B_DRATIO[$l]}" "<=" 1.0)"
+	a_check "b) tracer CPU s per MB, reelcap/perf, $l (cputime)" "${B_RATIO[$l]}" "<=" 1.0
+	a_check "   (the same, CPU while the load ran: drain only)" "${B_DRATIO[$l]}" "<=" 1.0
 done
-printf '%-52s %12s %10s %6s\n' "c) LOST at 200k events/s (default settings)" "$c_lost" "== 0" "$(pass "$c_lost" "==" 0)"
-printf '%-52s %12s %10s %6s\n' "d) reel file / zstd -3 pcap, 1 KiB bodies" "$d_ratio" "<= 0.5" "$(pass "$d_ratio" "<=" 0.5)"
-printf '  raw: a) 1k on %s off %s; 64k on %s off %s req/s (means); b) see above;\n' \
-	"${TP_ON[b1k]:-}" "${TP_OFF[b1k]:-}" "${TP_ON[b64k]:-}" "${TP_OFF[b64k]:-}"
-printf '       c) %s samples, %s LOST; d) reel %s B, pcap %s B, pcap.zst %s B\n' \
-	"$c_samples" "$c_lost" "$d_reel" "$d_pcap" "$d_zst"
+part c && a_check "c) LOST at 200k events/s (default settings)" "$c_lost" "==" 0
+for body in $D_BODIES; do
+	part d || break
+	a_check "d) reel B/request / zstd -3 pcap's, ${body#b} bodies" "${D_RATIO[$body]}" "<=" 0.5
+	a_check "   every payload byte in both files" "${D_OK[$body]}" "==" yes
+done
+echo
+echo "bench_capture results (references measured in the same run)"
+printf '%-58s %12s %14s %5s\n' "figure" "value" "target" ""
+printf '%s\n' "${A_CHECKS[@]}"
