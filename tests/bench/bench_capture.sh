@@ -41,7 +41,7 @@
 # a) (default none), BENCH_D_BODIES / BENCH_D_RATE / BENCH_D_SCOPE (server or
 # both) for d), BENCH_PORT nginx's port (default 18480; the both-ends floor
 # filters on PORT+1, BENCH_NOPORT).
-# A full run with the defaults takes about 25 minutes (a: 2 bodies x 5 cycles
+# A full run with the defaults takes about 15-20 minutes (a: 2 bodies x 5 cycles
 # x 8 rounds of 4 s plus each tracer's start and stop).
 # Binaries: $REELCAP, $REELTOOL, $REELPLAY, $EVGEN, or a build tree:
 # $REEL_BUILD, the tree this script was copied into, or build-bench / build /
@@ -473,3 +473,5 @@ echo
 echo "bench_capture results (references measured in the same run)"
 printf '%-58s %12s %14s %5s\n' "figure" "value" "target" ""
 printf '%s\n' "${A_CHECKS[@]}"
+echo "bench_capture: done in $((SECONDS / 60)) min $((SECONDS % 60)) s;" \
+	"load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
