@@ -127,7 +127,7 @@ cleanup() {
 	for p in $TRACER_PID $TCPDUMP_PID; do
 		kill -INT "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
-	TRACER_PID= TCPDUMP_PID=
+	TRACER_PID='' TCPDUMP_PID=''
 	stop_peers
 }
 trap cleanup EXIT
@@ -230,7 +230,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-# shellcheck source=bench_capture_a.sh
+# shellcheck source=bench_capture_a.sh source-path=SCRIPTDIR
 . "$here/bench_capture_a.sh"
 part a && part_a
 
@@ -353,7 +353,7 @@ fi
 
 D_RATE=${BENCH_D_RATE:-500}
 D_SCOPE=${BENCH_D_SCOPE:-server}
-declare -A D_RATIO D_OK D_LINE
+declare -A D_RATIO D_OK
 # d_body BODY: one paced run of ROUND s captured by both; sets D_RATIO[BODY]
 # (reel bytes / zstd -3 pcap bytes) and D_OK[BODY] (every payload byte in both)
 d_body() {

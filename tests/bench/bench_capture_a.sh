@@ -50,11 +50,11 @@ floor_args() {
 }
 # perf_filter SCOPE: perf's --filter for every event, shell-quoted for the sh
 # script that execs perf ($$ there is perf's pid)
+# shellcheck disable=SC2016 # $$ is for that sh
 perf_filter() {
 	case "$1" in
 	server) echo "'comm == \"nginx\"'" ;;
 	both) echo "'comm == \"nginx\" || comm == \"wrk\"'" ;;
-	# shellcheck disable=SC2016 # $$ is for that sh
 	*) echo '"common_pid != $$"' ;;
 	esac
 }
