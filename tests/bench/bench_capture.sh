@@ -472,6 +472,7 @@ done
 echo
 echo "bench_capture results (references measured in the same run)"
 printf '%-58s %12s %14s %5s\n' "figure" "value" "target" ""
-printf '%s\n' "${A_CHECKS[@]}"
+[ ${#A_CHECKS[@]} -gt 0 ] && printf '%s\n' "${A_CHECKS[@]}"
+[ ${#A_CHECKS[@]} -gt 0 ] || echo "(no part with a target ran)"
 echo "bench_capture: done in $((SECONDS / 60)) min $((SECONDS % 60)) s;" \
 	"load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

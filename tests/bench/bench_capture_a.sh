@@ -271,8 +271,8 @@ a_table() {
 	us_off=$(mean "${A_US[off.$body]}")
 	echo "a) /$body: $rounds cycles of $# rounds of ${round}s (order rotated each cycle);" \
 		"ratio = median over the cycles of req/s / that cycle's untraced req/s"
-	printf '   %-36s %8s %6s %13s %8s %6s %13s %7s %7s\n' "variant" "req/s" "ratio" "ratio min-max" \
-		"LOST" "DROP" "B missing" "tracer" "+us/req"
+	printf '   %-36s %8s %6s %13s %8s %6s %11s %11s %7s %7s\n' "variant" "req/s" "ratio" "ratio min-max" \
+		"LOST" "DROP" "B cut" "B missing" "tracer" "+us/req"
 	for v in "$@"; do
 		k=$v.$body
 		s=${v#*.}
@@ -287,30 +287,31 @@ a_table() {
 		fi
 		A_MED[$k]=$(median "${A_RATIO[$k]}")
 		us=$(mean "${A_US[$k]}")
-		local lost=- drop=- miss=- minmax
+		local lost=- drop=- cut=- miss=- minmax
 		minmax=$(tr ' ' '\n' <<<"${A_RATIO[$k]}" | awk 'NF {if (n++ == 0 || $1 < lo) lo = $1; if ($1 > hi) hi = $1}
 			END {printf "%.3f-%.3f", lo, hi}')
 		case "$v" in
 		floor.* | full.*)
-			lost=${A_LOST[$k]:-0} drop=${A_DROP[$k]:-0}
+			lost=${A_LOST[$k]:-0} drop=${A_DROP[$k]:-0} cut=${A_CUT[$k]:-0}
 			A_MISS[$k]=$((${A_GAP[$k]:-0} + ${A_CUT[$k]:-0}))
 			miss=${A_MISS[$k]}
 			;;
 		perf.*) lost="${A_PLOST[$k]:-0}/${A_PCHUNK[$k]:-0}" ;;
 		tcpdump) drop=${A_KDROP[$k]:-0} miss="~${A_KMISS[$k]:-0}" ;;
 		esac
-		printf '   %-36s %8.0f %6.3f %13s %8s %6s %13s %6ss %7s\n' "$(a_label "$v")" "$(mean "${A_RPS[$k]}")" \
-			"${A_MED[$k]}" "$minmax" "$lost" "$drop" "$miss" "$(mean "${A_TCPU[$k]}")" \
+		printf '   %-36s %8.0f %6.3f %13s %8s %6s %11s %11s %6ss %7s\n' "$(a_label "$v")" \
+			"$(mean "${A_RPS[$k]}")" "${A_MED[$k]}" "$minmax" "$lost" "$drop" "$cut" "$miss" "$(mean "${A_TCPU[$k]}")" \
 			"$(awk -v a="$us" -v b="$us_off" 'BEGIN {if (a == "nan" || b == "nan") print "nan"; else printf "%+.2f", a-b}')"
 	done
-	echo "   (req/s: mean; LOST, DROP, B missing: sums over the rounds; reelcap's B missing = bytes of"
-	echo "   holes left by LOST/DROP (reelplay --summary) + bytes cut by the overload control (reeltool"
-	echo "   info); perf LOST = samples lost/PERF_RECORD_LOST records; tracer = its CPU s per round;"
-	echo "   +us/req = CPU per request of wrk + nginx worker + tracer over the untraced rounds' ($us_off us))"
+	echo "   (req/s: mean; LOST, DROP, B cut, B missing: sums over the rounds; reelcap's B cut = bytes"
+	echo "   truncated by the overload control (reeltool info), B missing = those + the bytes of holes"
+	echo "   left by LOST/DROP (reelplay --summary); perf LOST = samples lost/PERF_RECORD_LOST records;"
+	echo "   tracer = its CPU s per round; +us/req = CPU per request of wrk + nginx worker + tracer"
+	echo "   over the untraced rounds' ($us_off us))"
 	[ -n "${A_KPKT[tcpdump.$body]:-}" ] &&
-		echo "   (tcpdump: ${A_KDROP[tcpdump.$body]} packets dropped by the kernel, ${A_KPKT[tcpdump.$body]}" \
-			"captured; its B missing is an ESTIMATE: drops x the mean TCP payload of the captured" \
-			"packets, (pcap bytes - pcap headers) / packets - $A_HDR B of headers)"
+		printf '   %s\n' "(tcpdump: ${A_KDROP[tcpdump.$body]} packets dropped by the kernel, ${A_KPKT[tcpdump.$body]} captured;" \
+			"its B missing is an ESTIMATE: drops x the mean TCP payload of the captured packets," \
+			"(pcap bytes - pcap headers) / packets - $A_HDR B of Ethernet/IPv4/TCP headers)"
 	return 0
 }
 
