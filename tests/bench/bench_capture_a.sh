@@ -305,7 +305,9 @@ a_table() {
 	done
 	echo "   (req/s: mean; LOST, DROP, B cut, B missing: sums over the rounds; reelcap's B cut = bytes"
 	echo "   truncated by the overload control (reeltool info), B missing = those + the bytes of holes"
-	echo "   left by LOST/DROP (reelplay --summary); perf LOST = samples lost/PERF_RECORD_LOST records;"
+	echo "   left by LOST/DROP (reelplay --summary), each traced end's holes counted (both ends: a byte"
+	echo "   one end missed counts even when the other end has it); perf LOST = samples lost/"
+	echo "   PERF_RECORD_LOST records;"
 	echo "   tracer = its CPU s per round; +us/req = CPU per request of wrk + nginx worker + tracer"
 	echo "   over the untraced rounds' ($us_off us))"
 	[ -n "${A_KPKT[tcpdump.$body]:-}" ] &&
