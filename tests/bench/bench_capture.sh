@@ -38,9 +38,11 @@
 # "abcde"; e is the BPF run-time diagnosis), BENCH_BODIES the bodies of a)
 # (default "b1k b64k"), BENCH_A_REFS the variants of a) beside full capture
 # (default "floor perf tcpdump"), BENCH_TCPDUMP_ARGS extra tcpdump options in
-# a) (default none), BENCH_D_BODIES / BENCH_D_RATE / BENCH_D_SCOPE (server or
-# both) for d), BENCH_PORT nginx's port (default 18480; the both-ends floor
-# filters on PORT+1, BENCH_NOPORT).
+# a) (default none), BENCH_PCAP_DIR where tcpdump writes in a) (default the
+# bench's temp dir, as reelcap; 64 KiB bodies: GBs a round, deleted after it),
+# BENCH_D_BODIES / BENCH_D_RATE / BENCH_D_SCOPE (server or both) for d),
+# BENCH_PORT nginx's port (default 18480; the both-ends floor filters on PORT+1,
+# BENCH_NOPORT), BENCH_VERBOSE=1 prints every round of a).
 # A full run with the defaults takes about 15-20 minutes (a: 2 bodies x 5 cycles
 # x 8 rounds of 4 s plus each tracer's start and stop).
 # Binaries: $REELCAP, $REELTOOL, $REELPLAY, $EVGEN, or a build tree:
@@ -128,6 +130,7 @@ cleanup() {
 		kill -INT "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
 	TRACER_PID='' TCPDUMP_PID=''
+	[ -n "${A_PCAP:-}" ] && rm -f "$A_PCAP"
 	stop_peers
 }
 trap cleanup EXIT

@@ -23,6 +23,9 @@ A_NOPORT=${BENCH_NOPORT:-$((port + 1))}
 A_PERF_SETTLE=${BENCH_PERF_SETTLE:-1} # s after perf's file appears (its /proc scan)
 # shellcheck disable=SC2206 # word splitting wanted
 A_TCPDUMP_ARGS=(${BENCH_TCPDUMP_ARGS:-}) # extra tcpdump options (default: none)
+# tcpdump's file (64 KiB bodies: GBs per round, deleted after it); the same disk
+# as reelcap's file unless BENCH_PCAP_DIR says otherwise (e.g. /dev/shm)
+A_PCAP=${BENCH_PCAP_DIR:-$W}/bench_capture.$$.pcap
 A_HDR=66 # Ethernet 14 + IPv4 20 + TCP 20 + timestamps option 12: a lo frame's headers
 
 declare -A A_RPS A_RATIO A_US A_TCPU A_REQ A_LOST A_DROP A_CUT A_MISS A_GAP A_NA
@@ -176,7 +179,7 @@ a_round() {
 	floor) start_reelcap "$W/a_floor.reel" $(floor_args "$scope") || return 1 ;;
 	full) start_reelcap "$W/a_full.reel" $(scope_args "$scope") || return 1 ;;
 	perf) start_perf "$W/a_perf.data" "$scope" || return 0 ;;
-	tcpdump) start_tcpdump "$W/a.pcap" || return 0 ;;
+	tcpdump) start_tcpdump "$A_PCAP" || return 0 ;;
 	esac
 	if [ "$kind" = tcpdump ]; then
 		tp=$TRACER_PID
@@ -200,7 +203,7 @@ a_round() {
 	floor) a_full_figures "$W/a_floor.reel" "$k" ;;
 	full) a_full_figures "$W/a_full.reel" "$k" ;;
 	perf) a_perf_figures "$k" ;;
-	tcpdump) a_tcpdump_figures "$k" "$W/a.pcap" ;;
+	tcpdump) a_tcpdump_figures "$k" "$A_PCAP" ;;
 	esac
 	rm -f "$W/a_floor.reel" "$W/a_full.reel"
 	[ -n "${BENCH_VERBOSE:-}" ] && echo "   round $k: $rps req/s, $req requests; LOST ${A_LOST[$k]:-}" \
