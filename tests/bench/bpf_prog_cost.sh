@@ -11,7 +11,9 @@ set -eu
 EVGEN=$1 A=$2 B=$3 ROUNDS=${4:-5} SIZES=${5:-"64 1024 4096"}
 RATE=${RATE:-20000} SECS=${SECS:-3}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# bpf_stats costs every BPF program on the host two clock reads: put it back
+stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+trap 'rm -rf "$tmp"; sysctl -qw kernel.bpf_stats_enabled="$stats_was"' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 
 # run_time_ns run_cnt of the newest program called $1
