@@ -167,18 +167,6 @@ static void sep(struct reel_sb *sb, bool *first)
 	*first = false;
 }
 
-static const struct reel_citem *find(const struct reel_content_view *v, enum reel_ci_kind k,
-				     int dir)
-{
-	uint32_t off = 0;
-	const struct reel_citem *it;
-
-	while ((it = reel_content_next(v, &off)))
-		if (it->kind == k && (dir < 0 || it->a == (uint32_t)dir))
-			return it;
-	return NULL;
-}
-
 static uint32_t kinds_of(const struct reel_content_view *v)
 {
 	uint32_t off = 0, m = 0;
@@ -304,7 +292,7 @@ static void put_http_dir(struct reel_sb *sb, const struct reel_content_view *v, 
 	uint32_t body;
 
 	reel_sb_puts(sb, dir ? ",\"resp\":{" : ",\"req\":{");
-	if (dir && (it = find(v, REEL_CI_REASON, 1))) {
+	if (dir && (it = reel_content_find(v, REEL_CI_REASON, 1))) {
 		member(sb, &first, "reason");
 		put_str(sb, val(it), vlen(it));
 	}
@@ -323,12 +311,12 @@ static void put_http(struct reel_sb *sb, const struct reel_content_view *v)
 	const struct reel_citem *it;
 
 	reel_sb_puts(sb, ",\"http\":{\"version\":");
-	it = find(v, REEL_CI_VERSION, -1);
+	it = reel_content_find(v, REEL_CI_VERSION, -1);
 	if (it)
 		put_str(sb, val(it), vlen(it));
 	else
 		reel_sb_puts(sb, "null");
-	if ((it = find(v, REEL_CI_TARGET, -1))) {
+	if ((it = reel_content_find(v, REEL_CI_TARGET, -1))) {
 		reel_sb_puts(sb, ",\"target\":");
 		put_blob(sb, it);
 	}
@@ -371,12 +359,12 @@ static void put_grpc(struct reel_sb *sb, const struct reel_content_view *v)
 	const struct reel_citem *it;
 
 	reel_sb_puts(sb, ",\"grpc\":{\"service\":");
-	if ((it = find(v, REEL_CI_GRPC_SVC, -1)))
+	if ((it = reel_content_find(v, REEL_CI_GRPC_SVC, -1)))
 		put_str(sb, val(it), vlen(it));
 	else
 		reel_sb_puts(sb, "null");
 	reel_sb_puts(sb, ",\"method\":");
-	if ((it = find(v, REEL_CI_GRPC_RPC, -1)))
+	if ((it = reel_content_find(v, REEL_CI_GRPC_RPC, -1)))
 		put_str(sb, val(it), vlen(it));
 	else
 		reel_sb_puts(sb, "null");
@@ -515,11 +503,11 @@ static void put_sql(struct reel_sb *sb, const struct reel_content_view *v, uint3
 	bool first = true, row_open = false, rows_first = true;
 
 	reel_sb_puts(sb, ",\"sql\":{\"query\":");
-	if ((it = find(v, REEL_CI_SQL_QUERY, -1)))
+	if ((it = reel_content_find(v, REEL_CI_SQL_QUERY, -1)))
 		put_blob(sb, it);
 	else
 		reel_sb_puts(sb, "null");
-	if ((it = find(v, REEL_CI_SQL_STMT, -1))) {
+	if ((it = reel_content_find(v, REEL_CI_SQL_STMT, -1))) {
 		reel_sb_puts(sb, ",\"statement\":");
 		put_str(sb, val(it), vlen(it));
 	}
@@ -565,15 +553,15 @@ static void put_sql(struct reel_sb *sb, const struct reel_content_view *v, uint3
 			reel_sb_putc(sb, ']');
 		reel_sb_putc(sb, ']');
 	}
-	if ((it = find(v, REEL_CI_SQL_ROWS, -1))) {
+	if ((it = reel_content_find(v, REEL_CI_SQL_ROWS, -1))) {
 		reel_sb_puts(sb, ",\"rows_total\":");
 		reel_sb_u64(sb, it->b);
 	}
-	if ((it = find(v, REEL_CI_SQL_TAG, -1))) {
+	if ((it = reel_content_find(v, REEL_CI_SQL_TAG, -1))) {
 		reel_sb_puts(sb, ",\"tag\":");
 		put_str(sb, val(it), vlen(it));
 	}
-	if ((it = find(v, REEL_CI_SQL_ERROR, -1))) {
+	if ((it = reel_content_find(v, REEL_CI_SQL_ERROR, -1))) {
 		reel_sb_puts(sb, ",\"error\":{\"code\":");
 		put_name(sb, it);
 		reel_sb_puts(sb, ",\"message\":");

@@ -46,18 +46,6 @@ static void puts_(struct buf *b, const char *s)
 	put(b, s, strlen(s));
 }
 
-static const struct reel_citem *item(const struct reel_content_view *v, enum reel_ci_kind k,
-				     int dir)
-{
-	uint32_t off = 0;
-	const struct reel_citem *it;
-
-	while ((it = reel_content_next(v, &off)))
-		if (it->kind == k && (dir < 0 || it->a == (uint32_t)dir))
-			return it;
-	return NULL;
-}
-
 static int recompress(const uint8_t *in, size_t n, bool gzip, uint8_t **out, size_t *outn)
 {
 	z_stream z = {0};
@@ -92,7 +80,7 @@ int reel_rt_request_body(const struct rt_txn *x, const uint8_t **p, size_t *n, u
 			 char *why, size_t whysz)
 {
 	struct reel_content_view v = reel_rt_content_view(&x->c);
-	const struct reel_citem *b = item(&v, REEL_CI_BODY, REEL_L7_REQ);
+	const struct reel_citem *b = reel_content_find(&v, REEL_CI_BODY, REEL_L7_REQ);
 
 	*owned = NULL;
 	*p = NULL;
@@ -129,8 +117,8 @@ static int build_http1(const struct rt_txn *x, const char *host, struct buf *b, 
 		       size_t whysz)
 {
 	struct reel_content_view v = reel_rt_content_view(&x->c);
-	const struct reel_citem *tg = item(&v, REEL_CI_TARGET, -1),
-				*ver = item(&v, REEL_CI_VERSION, -1);
+	const struct reel_citem *tg = reel_content_find(&v, REEL_CI_TARGET, -1),
+				*ver = reel_content_find(&v, REEL_CI_VERSION, -1);
 	const struct reel_citem *it;
 	const uint8_t *body;
 	uint8_t *owned;

@@ -194,17 +194,6 @@ static void cmp_header_names(const struct reel_cmp_opts *o, const struct reel_co
 
 /* ---- bodies ---- */
 
-static const struct reel_citem *resp_body(const struct reel_content_view *v)
-{
-	uint32_t off = 0;
-	const struct reel_citem *it;
-
-	while ((it = reel_content_next(v, &off)))
-		if (it->kind == REEL_CI_BODY && it->a == REEL_L7_RESP)
-			return it;
-	return NULL;
-}
-
 static bool looks_json(const struct reel_content_view *v, const uint8_t *p, size_t n)
 {
 	uint32_t off = 0;
@@ -260,7 +249,8 @@ static void cmp_bytes(struct reel_cmp *c, const char *where, const uint8_t *x, s
 static void cmp_body(const struct reel_cmp_opts *o, const struct reel_content_view *ca,
 		     const struct reel_content_view *cb, struct reel_cmp *c)
 {
-	const struct reel_citem *x = resp_body(ca), *y = resp_body(cb);
+	const struct reel_citem *x = reel_content_find(ca, REEL_CI_BODY, REEL_L7_RESP),
+				*y = reel_content_find(cb, REEL_CI_BODY, REEL_L7_RESP);
 	const uint8_t *px = x ? reel_citem_value(x) : (const uint8_t *)"";
 	const uint8_t *py = y ? reel_citem_value(y) : (const uint8_t *)"";
 	size_t nx = x ? x->len : 0, ny = y ? y->len : 0;

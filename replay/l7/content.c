@@ -445,6 +445,18 @@ const struct reel_citem *reel_content_next(const struct reel_content_view *v, ui
 	return it;
 }
 
+const struct reel_citem *reel_content_find(const struct reel_content_view *v, enum reel_ci_kind k,
+					   int dir)
+{
+	uint32_t off = 0;
+	const struct reel_citem *it;
+
+	while ((it = reel_content_next(v, &off)))
+		if (it->kind == k && (dir < 0 || it->a == (uint32_t)dir))
+			return it;
+	return NULL;
+}
+
 enum reel_content_coding reel_content_add_fields(struct reel_content *c, const uint8_t *p, size_t n,
 						 uint32_t dir, uint16_t flags)
 {

@@ -181,6 +181,11 @@ struct reel_content_view reel_content_view(struct reel_content *c);
  * malformed item. The value follows the item: reel_citem_value(). */
 const struct reel_citem *reel_content_next(const struct reel_content_view *v, uint32_t *off);
 
+/* The first item of kind k in direction dir (REEL_L7_REQ/RESP; -1: either),
+ * or NULL. */
+const struct reel_citem *reel_content_find(const struct reel_content_view *v, enum reel_ci_kind k,
+					   int dir);
+
 static inline const uint8_t *reel_citem_value(const struct reel_citem *it)
 {
 	return (const uint8_t *)(it + 1);
