@@ -60,6 +60,7 @@ enum {
 	RS_TLS_BUSY,   /* TLS calls whose plaintext was not copied (scratch busy: preempted) */
 	RS_OVL_CALLS,  /* calls (messages) cut by the overload control */
 	RS_OVL_BYTES,  /* bytes not captured because of it */
+	RS_OVL_USER,   /* calls cut at their start because of reelcap's user_level */
 	RS_MAX,
 };
 
@@ -131,15 +132,15 @@ static __always_inline __u64 ring_fill(__u32 cpu)
  * headers, frame headers; from 13/16 chunk_room leaves room for a call's
  * first 256 bytes only, from 15/16 for none). reelcap's user_level can ask
  * for a level at least this high. */
-static __always_inline __u64 ovl_cap(__u64 fill)
+static __always_inline __u32 ovl_ring_level(__u64 fill)
 {
-	__u64 r = ring_bytes / 32, lvl;
+	__u64 r = ring_bytes / 32;
 
-	if (!r)
-		return ~0ULL;
-	lvl = fill < r * 20 ? 0 : fill < r * 22 ? 1 : fill < r * 24 ? 2 : fill < r * 26 ? 3 : 4;
-	if (user_level > lvl)
-		lvl = user_level;
+	return fill < r * 20 ? 0 : fill < r * 22 ? 1 : fill < r * 24 ? 2 : fill < r * 26 ? 3 : 4;
+}
+
+static __always_inline __u64 ovl_level_cap(__u32 lvl)
+{
 	switch (lvl) {
 	case 0:
 		return ~0ULL;
@@ -152,6 +153,24 @@ static __always_inline __u64 ovl_cap(__u64 fill)
 	default:
 		return 256;
 	}
+}
+
+/* The cap for a call of `want` bytes; a call that only reelcap's level
+ * cuts is counted (RS_OVL_USER): the writer, not the ring, was behind. */
+static __always_inline __u64 ovl_cap(__u64 fill, __u64 want)
+{
+	__u32 lvl, ring_lvl;
+	__u64 cap;
+
+	if (!ring_bytes)
+		return ~0ULL;
+	lvl = ring_lvl = ovl_ring_level(fill);
+	if (user_level > lvl)
+		lvl = user_level;
+	cap = ovl_level_cap(lvl);
+	if (lvl > ring_lvl && cap < want && ovl_level_cap(ring_lvl) >= want)
+		kstat_inc(RS_OVL_USER);
+	return cap;
 }
 
 /* Payload bytes the next chunk may carry at this fill level: what keeps
@@ -482,7 +501,7 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 	if (snaplen && st->snap_end > snaplen)
 		st->snap_end = snaplen;
 	fill = ring_fill(st->cpu);
-	cap = ovl_cap(fill);
+	cap = ovl_cap(fill, st->snap_end);
 	st->budget = st->snap_end < cap ? st->snap_end : cap;
 	/* fast path, the common case: one flat buffer that fits one chunk */
 	room = fill_room(fill, true);

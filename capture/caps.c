@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -42,7 +43,28 @@ int cap_set_nice(int nice)
 	return setpriority(PRIO_PROCESS, 0, nice) ? -errno : 0;
 }
 
-void cap_other_threads_nice(int nice)
+int cap_set_realtime(int prio)
+{
+	struct sched_param sp = {.sched_priority = prio};
+
+	/* pid 0: the calling thread on Linux */
+	return sched_setscheduler(0, SCHED_FIFO, &sp) ? -errno : 0;
+}
+
+static void thread_normal(pid_t tid)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	sched_setscheduler(tid, SCHED_OTHER, &sp);
+	setpriority(PRIO_PROCESS, tid, 0);
+}
+
+void cap_thread_normal(void)
+{
+	thread_normal(0);
+}
+
+void cap_other_threads_normal(void)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
@@ -52,7 +74,7 @@ void cap_other_threads_nice(int nice)
 		pid_t tid = atoi(e->d_name);
 
 		if (tid > 0 && tid != self)
-			setpriority(PRIO_PROCESS, tid, nice);
+			thread_normal(tid);
 	}
 	if (d)
 		closedir(d);

@@ -4,6 +4,13 @@
  * sample type RAW|TIME|CPU with sample_id_all, CLOCK_MONOTONIC timestamps
  * and watermark wakeups. Every SAMPLE's raw bytes go to the file unchanged;
  * every PERF_RECORD_LOST becomes a LOST record at the same place.
+ *
+ * libbpf opens and maps the rings; the records are read here, not by
+ * perf_buffer__poll: libbpf gives a ring's room back to the kernel only at
+ * the end of a batch, so a 32 MiB ring the drain took at 20 MiB stays that
+ * full until all 20 MiB are in the writer. Here the tail (and the overload
+ * control's `consumed`) moves every RELEASE_BYTES (a 16th of a smaller
+ * ring): the room comes back as the records go.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <linux/perf_event.h>
 #include <bpf/libbpf.h>
@@ -18,8 +26,19 @@
 #include "reelcap.h"
 #include "reel_ring.h"
 
+/* Room given back to the kernel (and to the programs' count) this often. */
+#define RELEASE_BYTES (256u << 10)
+
+struct cap_ring {
+	struct perf_event_mmap_page *hdr;
+	uint8_t *data;
+	uint64_t size; /* a power of two */
+};
+
 struct cap_drain {
 	struct perf_buffer *pb;
+	struct cap_ring ring[1024];
+	uint8_t *scratch; /* a record that wraps the ring's end, put together */
 	volatile struct reel_ring_acct *acct;
 	int nacct;
 	struct cap_fill *fill; /* sendfile bodies (NULL: --no-file-fill) */
@@ -177,7 +196,27 @@ struct cap_drain *cap_drain_new(int map_fd, uint32_t ring_pages, struct cap_out 
 		errno = err;
 		return NULL;
 	}
+	d->scratch = malloc(1u << 16); /* perf_event_header.size is 16 bits */
+	if (!d->scratch) {
+		perf_buffer__free(d->pb);
+		free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
 	for (int i = 0; i < n; i++) {
+		void *base = NULL;
+		size_t sz = 0;
+
+		if (perf_buffer__buffer(d->pb, i, &base, &sz) || !base || !sz || (sz & (sz - 1))) {
+			fprintf(stderr, "reelcap: perf ring %d: no mapping\n", i);
+			cap_drain_free(d);
+			errno = EINVAL;
+			return NULL;
+		}
+		d->ring[i].hdr = base;
+		d->ring[i].data = (uint8_t *)base + sysconf(_SC_PAGESIZE);
+		d->ring[i].size = sz;
+		d->c[i].ring_size = sz;
 		d->c[i].cpu = d->cpus[i];
 		if (d->cpus[i] < 1024)
 			d->slot[d->cpus[i]] = i + 1;
@@ -210,38 +249,88 @@ void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acc
 	d->nacct = n;
 }
 
-/* libbpf moves a ring's tail past what it handed us at the end of each
- * ring's batch, inside the poll or consume call: after it, the room the
- * programs compute from what is published here is really free. */
-static void publish(struct cap_drain *d)
+/* What the programs may count as free in cpu's ring: only after the
+ * kernel has the room back (the tail stored before). */
+static void publish_one(struct cap_drain *d, int i)
 {
-	if (!d->acct)
-		return;
-	for (int i = 0; i < d->n; i++) {
-		int cpu = d->c[i].cpu;
+	int cpu = d->c[i].cpu;
 
-		if (cpu < d->nacct)
-			d->acct[cpu].consumed = d->c[i].ring_consumed;
+	if (d->acct && cpu < d->nacct)
+		d->acct[cpu].consumed = d->c[i].ring_consumed;
+}
+
+/* Reads ring i from tail to head, giving room back every RELEASE_BYTES;
+ * at most one ring's worth per call, so one busy ring does not starve the
+ * others. Returns the records read. */
+static int drain_ring(struct cap_drain *d, int i)
+{
+	struct cap_ring *r = &d->ring[i];
+	uint64_t head = __atomic_load_n(&r->hdr->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = r->hdr->data_tail, start = tail, released = tail;
+	uint64_t every = r->size / 16 < RELEASE_BYTES ? r->size / 16 : RELEASE_BYTES;
+	struct cap_drain_cpu *c = &d->c[i];
+	int n = 0;
+
+	if (head - tail > c->peak_fill)
+		c->peak_fill = head - tail;
+	while (tail != head && tail - start < r->size) {
+		uint64_t off = tail & (r->size - 1);
+		struct perf_event_header *e = (void *)(r->data + off);
+		uint32_t size = e->size;
+
+		if (size < sizeof(*e) || size > head - tail)
+			break; /* cannot happen with a sane kernel: stop, do not spin */
+		if (off + size > r->size) {
+			uint64_t first = r->size - off;
+
+			memcpy(d->scratch, r->data + off, first);
+			memcpy(d->scratch + first, r->data, size - first);
+			e = (void *)d->scratch;
+		}
+		on_record(d, c->cpu, e);
+		tail += size;
+		n++;
+		if (tail - released >= every || tail == head) {
+			__atomic_store_n(&r->hdr->data_tail, tail, __ATOMIC_RELEASE);
+			publish_one(d, i);
+			released = tail;
+		}
+		if (tail == head)
+			head = __atomic_load_n(&r->hdr->data_head, __ATOMIC_ACQUIRE);
 	}
+	if (tail != released) {
+		__atomic_store_n(&r->hdr->data_tail, tail, __ATOMIC_RELEASE);
+		publish_one(d, i);
+	}
+	return n;
+}
+
+/* Every ring until all are empty (or each gave a ring's worth this call). */
+static int drain_all(struct cap_drain *d)
+{
+	int total = 0;
+
+	for (int i = 0; i < d->n; i++)
+		total += drain_ring(d, i);
+	return total;
 }
 
 int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all)
 {
-	int err = perf_buffer__poll(d->pb, timeout_ms);
+	struct epoll_event ev[64];
+	int n = epoll_wait(perf_buffer__epoll_fd(d->pb), ev, 64, timeout_ms);
 
-	if (err < 0 && err != -EINTR)
-		return err;
-	err = all ? perf_buffer__consume(d->pb) : 0;
-	publish(d);
-	return err;
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	/* a wakeup names rings past their watermark; reading every ring costs
+	 * two loads for an empty one, and `all` asks for them anyway */
+	(void)all;
+	return n > 0 || all ? drain_all(d) : 0;
 }
 
 int cap_drain_consume_all(struct cap_drain *d)
 {
-	int err = perf_buffer__consume(d->pb);
-
-	publish(d);
-	return err;
+	return drain_all(d);
 }
 
 int cap_drain_acct_check(const struct cap_drain *d, bool print)
@@ -354,5 +443,6 @@ void cap_drain_free(struct cap_drain *d)
 	if (!d)
 		return;
 	perf_buffer__free(d->pb);
+	free(d->scratch);
 	free(d);
 }

@@ -59,6 +59,8 @@ static void usage(FILE *f)
 		"      --drain-nice N     nice value of the thread draining the rings (default "
 		"%d;\n"
 		"                         the compression thread keeps 0)\n"
+		"      --drain-rt N       SCHED_FIFO priority of the drain thread (default %d; 0:\n"
+		"                         none; needs CAP_SYS_NICE, else --drain-nice applies)\n"
 		"      --no-file-fill     leave sendfile bodies length-only (by default reelcap\n"
 		"                         reads them from the file sent, if it is unchanged)\n"
 		"      --no-overload-cut  never cut calls short when a ring fills: whole events\n"
@@ -67,7 +69,7 @@ static void usage(FILE *f)
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
 		"  -V, --version          version\n",
-		CAP_DRAIN_NICE_DEF);
+		CAP_DRAIN_NICE_DEF, CAP_DRAIN_RT_DEF);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -148,6 +150,7 @@ enum {
 	OPT_NO_OVERLOAD_CUT,
 	OPT_LIBSSL,
 	OPT_DRAIN_NICE,
+	OPT_DRAIN_RT,
 };
 
 static const struct option long_opts[] = {
@@ -172,6 +175,7 @@ static const struct option long_opts[] = {
 	{"no-overload-cut", no_argument, NULL, OPT_NO_OVERLOAD_CUT},
 	{"libssl", required_argument, NULL, OPT_LIBSSL},
 	{"drain-nice", required_argument, NULL, OPT_DRAIN_NICE},
+	{"drain-rt", required_argument, NULL, OPT_DRAIN_RT},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -203,6 +207,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 
 	o->snaplen = REEL_SNAPLEN_DEFAULT;
 	o->nice = CAP_DRAIN_NICE_DEF;
+	o->rt_prio = CAP_DRAIN_RT_DEF;
 	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
 	o->flush_ms = 1000;
 	o->argc = argc;
@@ -305,6 +310,16 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			if (end == optarg || *end || l < -20 || l > 19)
 				return usage_error("--drain-nice: '%s' is not -20..19", optarg);
 			o->nice = l;
+			break;
+		}
+		case OPT_DRAIN_RT: {
+			char *end;
+			long l = strtol(optarg, &end, 10);
+
+			if (end == optarg || *end || l < 0 || l > 99)
+				return usage_error("--drain-rt: '%s' is not 0..99", optarg);
+			o->rt_prio = l;
+			o->rt_given = true;
 			break;
 		}
 		case OPT_LIBSSL:

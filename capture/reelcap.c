@@ -132,6 +132,28 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
 }
 
+/* How close the rings came to full: the figure to size --ring-pages by. */
+static void ring_peak_line(const struct cap_drain *d)
+{
+	int best = 0;
+	double worst = -1;
+
+	for (int i = 0; i < cap_drain_ncpu(d); i++) {
+		const struct cap_drain_cpu *c = cap_drain_cpu(d, i);
+		double f = c->ring_size ? (double)c->peak_fill / c->ring_size : 0;
+
+		if (f > worst) {
+			worst = f;
+			best = i;
+		}
+	}
+	if (worst < 0)
+		return;
+	fprintf(stderr, "reelcap: rings: peak fill %.0f%% of %llu KiB (cpu %d) at a drain\n",
+		worst * 100, (unsigned long long)cap_drain_cpu(d, best)->ring_size >> 10,
+		cap_drain_cpu(d, best)->cpu);
+}
+
 /* What sendfile sent, read back from the files: a line when there was any. */
 static void fill_line(const struct cap_fill *f)
 {
@@ -308,6 +330,14 @@ static int setup_output(struct cap_run *r)
 	if (o->nice && cap_set_nice(o->nice) && !o->quiet)
 		fprintf(stderr, "reelcap: warning: cannot set the drain's nice value to %d: %s\n",
 			o->nice, strerror(errno));
+	if (o->rt_prio) {
+		err = cap_set_realtime(o->rt_prio);
+		if (err && !o->quiet && (o->rt_given || o->verbose))
+			fprintf(stderr,
+				"reelcap: warning: cannot run the drain at SCHED_FIFO %d: %s (it "
+				"runs at nice %d)\n",
+				o->rt_prio, strerror(-err), o->nice);
+	}
 	err = cap_restrict_caps(keep_caps);
 	if (err && !o->quiet)
 		fprintf(stderr, "reelcap: warning: cannot drop capabilities: %s (%d)\n",
@@ -322,8 +352,8 @@ static int setup_output(struct cap_run *r)
 			unlink(o->out_path); /* empty: not a capture */
 		return -1;
 	}
-	if (o->nice < 0)
-		cap_other_threads_nice(0); /* the writer's compression thread */
+	if (o->nice < 0 || o->rt_prio)
+		cap_other_threads_normal(); /* the writer's compression thread */
 	cap_drain_set_out(r->d, r->out);
 	if (r->tls)
 		cap_drain_set_sample_hook(r->d, cap_tls_sample, r->tls);
@@ -471,8 +501,12 @@ static int finish(struct cap_run *r)
 	if (!o->quiet && ks[7])
 		fprintf(stderr,
 			"reelcap: kernel: %llu calls cut short by the overload control (%llu bytes "
-			"not captured, marked in the file)\n",
-			(unsigned long long)ks[7], (unsigned long long)ks[8]);
+			"not captured, marked in the file; %llu calls at their start because the "
+			"writer was behind)\n",
+			(unsigned long long)ks[7], (unsigned long long)ks[8],
+			(unsigned long long)ks[9]);
+	if (!o->quiet && (o->verbose || ks[7] || ks[2]))
+		ring_peak_line(r->d);
 	if (!o->quiet && r->fill)
 		fill_line(r->fill);
 	if (!o->quiet && (ks[5] || ks[6]))

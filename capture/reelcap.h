@@ -26,6 +26,10 @@
 /* The drain thread's nice value by default: on a busy host a drain kept off
  * the CPU for tens of milliseconds lets small rings overflow. */
 #define CAP_DRAIN_NICE_DEF (-10)
+/* The drain thread's SCHED_FIFO priority by default (0: none). At nice -10
+ * a woken drain still waits out the running task's slice (milliseconds):
+ * small rings overflowed in the meantime. */
+#define CAP_DRAIN_RT_DEF 1
 
 struct reel_trace; /* the BPF skeleton (reel_trace.skel.h) */
 
@@ -57,6 +61,8 @@ struct cap_opts {
 	bool no_overload_cut; /* --no-overload-cut: a full ring loses whole events */
 	const char *libssl;   /* --libssl PATH: also examine this object at start */
 	int nice;	      /* --drain-nice: the drain thread's nice value */
+	int rt_prio;	      /* --drain-rt: its SCHED_FIFO priority (0: none) */
+	bool rt_given;	      /* --drain-rt was given: warn when it cannot be had */
 	char **cmd;	      /* -- COMMAND [ARGS] (NULL if none) */
 	int argc;
 	char **argv;
@@ -137,6 +143,8 @@ struct cap_drain_cpu {
 	uint64_t lost_records, lost; /* PERF_RECORD_LOST records and their sum */
 	uint64_t dropped;	     /* records the writer refused */
 	uint64_t ring_consumed;	     /* ring bytes of the samples consumed */
+	uint64_t peak_fill;	     /* the most ring bytes seen waiting at a drain */
+	uint64_t ring_size;	     /* the ring's data bytes */
 };
 
 struct reel_ring_acct;
@@ -246,7 +254,7 @@ int cap_bpf_pids(struct reel_trace *skel, uint32_t *set, int max);
 /* Kernel counters reelcap reads (RS_* of bpf/reel_emit.bpf.h, in order):
  * calls not tracked, conns full, outputs failed, (unused), iovecs
  * unreadable, TLS no fd, TLS busy, overload calls, overload bytes. */
-#define CAP_KSTATS 9
+#define CAP_KSTATS 10
 /* The first n kernel counters (kstats), summed over CPUs. */
 void cap_bpf_kstats(struct reel_trace *skel, uint64_t *out, int n);
 /* Detaching a tracepoint waits for an RCU grace period; one link after the
@@ -293,8 +301,15 @@ int cap_restrict_caps(uint64_t keep);
 /* The calling thread's nice value (lowering it needs CAP_SYS_NICE: before
  * cap_restrict_caps). 0 or -errno. */
 int cap_set_nice(int nice);
-/* Every other thread of the process to `nice` (raising is always allowed):
- * the threads started after cap_set_nice, which inherited its value. */
-void cap_other_threads_nice(int nice);
+/* The calling thread to SCHED_FIFO at `prio` (needs CAP_SYS_NICE: before
+ * cap_restrict_caps). 0 or -errno. */
+int cap_set_realtime(int prio);
+/* Every other thread of the process back to SCHED_OTHER at nice 0 (always
+ * allowed): the threads started after cap_set_nice/cap_set_realtime, which
+ * inherited them. */
+void cap_other_threads_normal(void);
+/* The calling thread back to SCHED_OTHER at nice 0 (a thread the drain
+ * started, at its start). */
+void cap_thread_normal(void);
 
 #endif /* REEL_REELCAP_H */

@@ -213,6 +213,7 @@ static void *run(void *arg)
 {
 	struct cap_tlsd *t = arg;
 
+	cap_thread_normal(); /* ELF scans are not the drain's work */
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		uint64_t wait_ns = 0;

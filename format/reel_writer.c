@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -974,6 +975,25 @@ static void free_writer(struct reel_writer *w)
 	free(w);
 }
 
+/* Priority inheritance: the caller may run real-time (reelcap's drain) and
+ * must not wait behind a compression thread preempted while it held the
+ * lock. Where the protocol is missing, a plain mutex. */
+static void init_mutex(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t ma;
+
+	if (pthread_mutexattr_init(&ma)) {
+		pthread_mutex_init(mu, NULL);
+		return;
+	}
+#if defined(_POSIX_THREAD_PRIO_INHERIT) && _POSIX_THREAD_PRIO_INHERIT > 0
+	(void)pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+#endif
+	if (pthread_mutex_init(mu, &ma))
+		pthread_mutex_init(mu, NULL);
+	pthread_mutexattr_destroy(&ma);
+}
+
 static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 {
 	struct reel_writer *w = calloc(1, sizeof(*w));
@@ -984,7 +1004,7 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 	if (!w)
 		goto fail_nomem;
 	w->fd = -1;
-	pthread_mutex_init(&w->mu, NULL);
+	init_mutex(&w->mu);
 	pthread_cond_init(&w->cv_work, NULL);
 	pthread_cond_init(&w->cv_done, NULL);
 	if (opts) {
@@ -1110,9 +1130,21 @@ static int start_thread(struct reel_writer *w)
 {
 	int rc;
 
+	pthread_attr_t at;
+	struct sched_param sp = {.sched_priority = 0};
+
 	if (!w->threaded)
 		return 0;
-	rc = pthread_create(&w->thr, NULL, thread_main, w);
+	/* compression is bulk work: never at a real-time priority the caller
+	 * (reelcap's drain) may run at */
+	rc = pthread_attr_init(&at);
+	if (rc)
+		return -rc;
+	if (!pthread_attr_setinheritsched(&at, PTHREAD_EXPLICIT_SCHED) &&
+	    !pthread_attr_setschedpolicy(&at, SCHED_OTHER))
+		pthread_attr_setschedparam(&at, &sp);
+	rc = pthread_create(&w->thr, &at, thread_main, w);
+	pthread_attr_destroy(&at);
 	if (rc)
 		return -rc;
 	w->thr_started = true;

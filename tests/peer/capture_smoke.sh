@@ -1,5 +1,8 @@
 #!/bin/sh
 # capture_smoke: reelcap -w F -- reel_peer --manifest M, then reel_check F M.
+# Then the threads' priorities: the drain SCHED_FIFO 1 (the default
+# --drain-rt), every other thread (compression, TLS discovery) SCHED_OTHER
+# at nice 0; with --drain-rt 0 the drain at nice -10.
 # Needs root (BPF); exits 77 (skipped) only when not root.
 set -u
 REELCAP=$1 PEER=$2 CHECK=$3 WORK=$4
@@ -14,4 +17,43 @@ if [ $rc != 0 ]; then
 	echo "capture_smoke: reelcap -- reel_peer exited $rc"
 	exit 1
 fi
-"$CHECK" "$WORK/smoke.reel" "$WORK/manifest.txt"
+"$CHECK" "$WORK/smoke.reel" "$WORK/manifest.txt" || exit 1
+
+# policy nice of each thread of pid $1, one line each, the main thread first
+threads() {
+	for t in /proc/$1/task/$1 $(ls -d /proc/$1/task/* | grep -v "/task/$1\$"); do
+		# fields after the ")" of comm: 17 = nice, 39 = policy
+		sed 's/.*) //' "$t/stat" | awk '{print $39, $17}'
+	done
+}
+
+# $1 = extra reelcap options, $2 = the drain's "policy nice", $3 = a name
+prio_case() {
+	out="$WORK/prio.reel"
+	rm -f "$out"
+	# shellcheck disable=SC2086
+	"$REELCAP" -q $1 -w "$out" -- sleep 3 &
+	pid=$!
+	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		sleep 0.1
+		# ready once the writer's thread exists (the capture started)
+		[ -f "$out" ] && [ "$(ls /proc/$pid/task | wc -l)" -ge 2 ] && break
+	done
+	sleep 0.5
+	got=$(threads $pid)
+	wait $pid
+	drain=$(echo "$got" | head -1)
+	others=$(echo "$got" | tail -n +2 | sort -u)
+	if [ "$drain" != "$2" ]; then
+		echo "capture_smoke: $3: the drain runs at '$drain' (policy nice), want '$2'"
+		exit 1
+	fi
+	if [ -z "$others" ] || [ "$others" != "0 0" ]; then
+		echo "capture_smoke: $3: other threads at '$others' (policy nice), want '0 0' (SCHED_OTHER, nice 0)"
+		exit 1
+	fi
+	echo "capture_smoke: $3: drain '$drain', $(echo "$got" | tail -n +2 | wc -l) other thread(s) '0 0' (policy nice)"
+}
+prio_case "" "1 -10" "default"
+prio_case "--drain-rt 0" "0 -10" "--drain-rt 0"
+exit 0
