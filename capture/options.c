@@ -200,6 +200,20 @@ static int check_output(const struct cap_opts *o)
 	return 0;
 }
 
+/* A decimal integer in lo..hi, the whole string. */
+static bool parse_int(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	long l;
+
+	errno = 0;
+	l = strtol(s, &end, 10);
+	if (end == s || *end || errno || l < lo || l > hi)
+		return false;
+	*out = (int)l;
+	return true;
+}
+
 int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 {
 	uint64_t v;
@@ -270,15 +284,10 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 						   optarg);
 			o->ring_pages = v;
 			break;
-		case OPT_LEVEL: {
-			char *end;
-			long l = strtol(optarg, &end, 10);
-
-			if (end == optarg || *end || l < -131072 || l > 22)
+		case OPT_LEVEL:
+			if (!parse_int(optarg, -131072, 22, &o->level))
 				return usage_error("--level: bad zstd level '%s'", optarg);
-			o->level = l;
 			break;
-		}
 		case OPT_FLUSH_MS:
 			if (!parse_u64(optarg, &v) || !v || v > 3600000)
 				return usage_error("--flush-ms: bad value '%s'", optarg);
@@ -303,25 +312,15 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 		case OPT_NO_TLS:
 			o->no_tls = true;
 			break;
-		case OPT_DRAIN_NICE: {
-			char *end;
-			long l = strtol(optarg, &end, 10);
-
-			if (end == optarg || *end || l < -20 || l > 19)
+		case OPT_DRAIN_NICE:
+			if (!parse_int(optarg, -20, 19, &o->nice))
 				return usage_error("--drain-nice: '%s' is not -20..19", optarg);
-			o->nice = l;
 			break;
-		}
-		case OPT_DRAIN_RT: {
-			char *end;
-			long l = strtol(optarg, &end, 10);
-
-			if (end == optarg || *end || l < 0 || l > 99)
+		case OPT_DRAIN_RT:
+			if (!parse_int(optarg, 0, 99, &o->rt_prio))
 				return usage_error("--drain-rt: '%s' is not 0..99", optarg);
-			o->rt_prio = l;
 			o->rt_given = true;
 			break;
-		}
 		case OPT_LIBSSL:
 			if (!*optarg)
 				return usage_error("--libssl: empty path");
