@@ -234,6 +234,34 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *in,
 		       size_t len, uint8_t *out, char *err, size_t errlen);
 
+/* The writer's zstd level under load (reel_level.c). */
+#define REEL_LEVEL_RUNGS 16
+struct reel_level {
+	int ladder[REEL_LEVEL_RUNGS];	 /* [0] = the ceiling, [n - 1] = the floor */
+	uint64_t cost[REEL_LEVEL_RUNGS]; /* wall ns per KiB compressed there (0: unknown) */
+	int n, idx;			 /* idx: the rung of the last block */
+	uint32_t q_prev;		 /* the queue when the last block was taken */
+	bool cpu_bound; /* writing the last block took at most twice compressing it (false
+			 * before any block) */
+};
+/* Without `adapt` (or with min_level >= level) the ladder is `level` alone. */
+void reel_level_init(struct reel_level *lv, int level, int min_level, bool adapt);
+static inline int reel_level_of(const struct reel_level *lv, int rung)
+{
+	return lv->ladder[rung];
+}
+/* When the thread takes a block of len bytes that filled in fill_ns (0:
+ * unknown), `queued` blocks still waiting behind it: the rung to compress
+ * it at. */
+int reel_level_pick(struct reel_level *lv, size_t len, uint64_t fill_ns, uint32_t queued,
+		    uint32_t queue_blocks);
+/* After it: compressing it at `rung` took comp_ns, writing it write_ns. */
+void reel_level_after(struct reel_level *lv, int rung, size_t len, uint64_t comp_ns,
+		      uint64_t write_ns);
+
+/* The LEVEL record that starts every block (FORMAT.md 4.3). */
+#define REEL_LEVEL_REC_SIZE (REEL_REC_HDR_SIZE + 8)
+
 /* Test hook: while paused the background thread compresses nothing, so the
  * queue fills. Unpausing wakes it. No effect with threads = -1. */
 void reel_writer__test_pause(struct reel_writer *w, bool paused);

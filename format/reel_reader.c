@@ -320,7 +320,7 @@ static int load_block_dec(const struct reel_reader *r, struct reel_blkdec *d,
 			BLKERR(-REEL_ERR_CORRUPT,
 			       "record %u at byte %zu: length %u past block end (%llu bytes left)",
 			       recno, off, len, cs - off - REEL_REC_HDR_SIZE);
-		if (st)
+		if (st && rd16(h) != REEL_REC_LEVEL) /* the index does not count it */
 			reel_blkstat_add(st, rd16(h), rd32(h + 8), rd64(h + 16));
 		off += recsz;
 		recno++;
@@ -503,6 +503,11 @@ static void drop_behind(struct reel_reader *r, uint64_t off)
 #endif
 }
 
+int reel_reader__level(const struct reel_reader *r)
+{
+	return r ? r->cur_level : REEL_LEVEL_UNKNOWN;
+}
+
 int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec)
 {
 	return reel_reader__next_in_block_inl(r, rec);
@@ -574,6 +579,7 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 			drop_behind(r, f->off);
 			r->blen = len;
 			r->cur_block = f->block;
+			r->cur_level = REEL_LEVEL_UNKNOWN;
 			ra_start(r);
 			break;
 		}
@@ -949,6 +955,7 @@ static struct reel_reader *reader_new(const struct reel_reader_opts *opts, int *
 		*err = -ENOMEM;
 		return NULL;
 	}
+	r->cur_level = REEL_LEVEL_UNKNOWN;
 	if (opts) {
 		if (opts->sz < sizeof(size_t)) {
 			free(r);

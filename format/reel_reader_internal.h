@@ -59,7 +59,8 @@ struct reel_reader {
 	uint8_t *buf;
 	size_t bufcap, blen, roff;
 	uint32_t cur_block;
-	size_t dropped; /* mapped bytes below this were given back (MADV_DONTNEED) */
+	int32_t cur_level; /* the current block's LEVEL record, or REEL_LEVEL_UNKNOWN */
+	size_t dropped;	   /* mapped bytes below this were given back (MADV_DONTNEED) */
 	struct reel_blkdec dec;
 	struct reel_readahead *ra; /* opts.readahead: the next block's decompression */
 	char errmsg[512];
@@ -114,6 +115,11 @@ static inline int reel_reader__next_in_block_inl(struct reel_reader *r, struct r
 		uint32_t len = rd32(h + 4);
 
 		r->roff += REEL_REC_HDR_SIZE + reel_pad8(len);
+		if (type == REEL_REC_LEVEL) { /* structure, not a record: never yielded */
+			if (len >= 4)
+				r->cur_level = (int32_t)rd32(h + REEL_REC_HDR_SIZE);
+			continue;
+		}
 		if ((type == 0 || type > REEL_REC_MAX_KNOWN) && !r->o.keep_unknown)
 			continue;
 		rec->type = type;

@@ -10,7 +10,7 @@ static const char *const type_names[REEL_REC_MAX_KNOWN + 1] = {
 	[REEL_REC_SAMPLE] = "SAMPLE",	[REEL_REC_LOST] = "LOST",   [REEL_REC_DROP] = "DROP",
 	[REEL_REC_PROC] = "PROC",	[REEL_REC_CLOCK] = "CLOCK", [REEL_REC_STATS] = "STATS",
 	[REEL_REC_NOTE] = "NOTE",	[REEL_REC_FILL] = "FILL",   [REEL_REC_TLSLIB] = "TLSLIB",
-	[REEL_REC_TLSPROC] = "TLSPROC",
+	[REEL_REC_TLSPROC] = "TLSPROC", [REEL_REC_LEVEL] = "LEVEL",
 };
 
 const char *reel_rec_type_name(uint16_t type)

@@ -39,6 +39,7 @@ struct wblock {
 	uint8_t *data;
 	size_t cap, len;
 	uint64_t open_mono_ns; /* clock when the first record went in */
+	uint64_t fill_ns;      /* from then until it was queued */
 	uint64_t first_ts;
 	struct reel_blkstat st;
 };
@@ -94,6 +95,10 @@ struct reel_writer {
 	struct reel_codec codec;
 	uint8_t *ebuf;
 	size_t ecap;
+	/* the level under load (thread side, like cctx) */
+	struct reel_level lvl;
+	int cctx_level;
+	uint64_t comp_ns, write_ns; /* of the last block, wall time */
 
 	/* blocks */
 	struct wblock *blocks;
@@ -116,6 +121,8 @@ struct reel_writer {
 	/* thread-side, under mu: blocks that could not be written */
 	struct reel_owed towed;
 	uint64_t blocks_written, total_file_bytes, lost_records, lost_bytes;
+	uint64_t blocks_faster, blocks_stored;
+	int last_level;
 	int first_err;
 };
 
@@ -248,15 +255,16 @@ static int push_idx(struct reel_writer *w, const struct wblock *b, uint64_t off,
 static void count_lost(struct reel_writer *w, const struct wblock *b)
 {
 	struct reel_owed_drop *d = &w->towed.drop[REEL_OWED_WERR];
+	size_t len = b->len - REEL_LEVEL_REC_SIZE; /* the records, not the LEVEL record */
 
 	pthread_mutex_lock(&w->mu);
-	reel_owed_drop(&w->towed, REEL_OWED_WERR, b->st.ts_min, b->st.records, b->len,
+	reel_owed_drop(&w->towed, REEL_OWED_WERR, b->st.ts_min, b->st.records, len,
 		       load_err(&w->file_err) ? load_err(&w->file_err) : -EIO);
 	if (b->st.ts_max > d->last_ts)
 		d->last_ts = b->st.ts_max;
 	reel_owed_block(&w->towed, b->data, b->len);
 	w->lost_records += b->st.records;
-	w->lost_bytes += b->len;
+	w->lost_bytes += len;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -278,9 +286,10 @@ static void fold_towed(struct reel_writer *w)
 static uint64_t room_size(const struct reel_writer *w)
 {
 	uint64_t ncpu = (uint64_t)w->ncpu_hint + 8;
-	uint64_t last = ZSTD_compressBound(REEL_OWED_N * (REEL_REC_HDR_SIZE + 40) +
-					   ncpu * (REEL_REC_HDR_SIZE + 16)) +
-			64;
+	uint64_t last =
+		ZSTD_compressBound(REEL_LEVEL_REC_SIZE + REEL_OWED_N * (REEL_REC_HDR_SIZE + 40) +
+				   ncpu * (REEL_REC_HDR_SIZE + 16)) +
+		64;
 	uint64_t idx = 28 + (uint64_t)(w->nidx + 2) * REEL_IDX_ENTRY_FIXED + w->cpu_pairs_len +
 		       2 * 8 * ncpu;
 
@@ -329,14 +338,52 @@ static void release_room(struct reel_writer *w)
 	w->room_end = 0;
 }
 
-/* Compresses and writes one block (thread, or caller when inline/idle). */
-static void write_block(struct reel_writer *w, struct wblock *b)
+/* zstd at `level`, or zstd's lowest level; -EIO when zstd fails. */
+static int compress_block(struct reel_writer *w, const uint8_t *src, size_t len, int level,
+			  size_t *cs)
+{
+	if (level != w->cctx_level) {
+		size_t rc = ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+
+		if (ZSTD_isError(rc)) {
+			reel_pr(REEL_WARN, "reel writer: zstd level %d: %s\n", level,
+				ZSTD_getErrorName(rc));
+			return -EIO;
+		}
+		w->cctx_level = level;
+	}
+	*cs = ZSTD_compress2(w->cctx, w->cbuf, w->ccap, src, len);
+	if (ZSTD_isError(*cs)) {
+		reel_pr(REEL_WARN, "reel writer: zstd: %s\n", ZSTD_getErrorName(*cs));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Counts a block written at `level` (thread, or caller when inline/idle). */
+static void count_written(struct reel_writer *w, int level)
+{
+	pthread_mutex_lock(&w->mu);
+	w->blocks_written++;
+	w->last_level = level;
+	if (level < w->o.level)
+		w->blocks_faster++;
+	if (level <= ZSTD_minCLevel())
+		w->blocks_stored++;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Compresses (at `level`, which its LEVEL record says) and writes one block
+ * (thread, or caller when inline/idle). */
+static void write_block(struct reel_writer *w, struct wblock *b, int level)
 {
 	size_t bound = ZSTD_compressBound(b->len), cs;
 	const uint8_t *src = b->data;
-	uint64_t at = w->off;
+	uint64_t at = w->off, t0 = reel_now_mono_ns(), t1;
 	int err;
 
+	assert(b->len >= REEL_LEVEL_REC_SIZE && rd16(b->data) == REEL_REC_LEVEL);
+	wr32(b->data + REEL_REC_HDR_SIZE, (uint32_t)level);
 	if (load_err(&w->file_err)) {
 		count_lost(w, b);
 		return;
@@ -367,13 +414,13 @@ static void write_block(struct reel_writer *w, struct wblock *b)
 		reel_coding_encode(&w->coding, &w->codec, b->data, b->len, w->ebuf);
 		src = w->ebuf;
 	}
-	cs = ZSTD_compress2(w->cctx, w->cbuf, w->ccap, src, b->len);
-	if (ZSTD_isError(cs)) {
-		reel_pr(REEL_WARN, "reel writer: zstd: %s\n", ZSTD_getErrorName(cs));
+	if (compress_block(w, src, b->len, level, &cs)) {
 		note_error(w, -EIO);
 		count_lost(w, b);
 		return;
 	}
+	t1 = reel_now_mono_ns();
+	w->comp_ns = t1 - t0;
 	/* Room on disk for it and for closing the file after it; then the
 	 * bookkeeping: a block on disk is always in the index. */
 	err = keep_room(w, cs);
@@ -394,14 +441,13 @@ static void write_block(struct reel_writer *w, struct wblock *b)
 	}
 	if (!err && w->o.fsync == REEL_FSYNC_BLOCK)
 		err = sync_fd(w->fd, true);
+	w->write_ns = reel_now_mono_ns() - t1;
 	if (err) {
 		note_error(w, err);
 		count_lost(w, b);
 		return;
 	}
-	pthread_mutex_lock(&w->mu);
-	w->blocks_written++;
-	pthread_mutex_unlock(&w->mu);
+	count_written(w, level);
 }
 
 static void reset_block(struct wblock *b)
@@ -409,6 +455,7 @@ static void reset_block(struct wblock *b)
 	b->len = 0;
 	b->first_ts = 0;
 	b->open_mono_ns = 0;
+	b->fill_ns = 0;
 	reel_blkstat_reset(&b->st);
 }
 
@@ -416,6 +463,8 @@ static void *thread_main(void *arg)
 {
 	struct reel_writer *w = arg;
 	sigset_t set;
+	size_t len;
+	int rung;
 
 	/* A write to a pipe whose reader left must return EPIPE here, not kill
 	 * the process: SIGPIPE for a write is sent to the writing thread. */
@@ -436,12 +485,15 @@ static void *thread_main(void *arg)
 		w->qhead = (w->qhead + 1) % w->nblocks;
 		w->qlen--;
 		w->busy = true;
+		rung = reel_level_pick(&w->lvl, b->len, b->fill_ns, w->qlen, w->o.queue_blocks);
+		len = b->len;
 		pthread_mutex_unlock(&w->mu);
 
-		write_block(w, b);
+		write_block(w, b, reel_level_of(&w->lvl, rung));
 		reset_block(b);
 
 		pthread_mutex_lock(&w->mu);
+		reel_level_after(&w->lvl, rung, len, w->comp_ns, w->write_ns);
 		w->busy = false;
 		w->freel[w->nfree++] = b;
 		pthread_cond_broadcast(&w->cv_done);
@@ -459,7 +511,7 @@ static int queue_cur(struct reel_writer *w, bool wait)
 	if (!b->len)
 		return 0;
 	if (!w->threaded) {
-		write_block(w, b);
+		write_block(w, b, w->o.level);
 		reset_block(b);
 		return 0;
 	}
@@ -471,6 +523,7 @@ static int queue_cur(struct reel_writer *w, bool wait)
 		}
 		pthread_cond_wait(&w->cv_done, &w->mu);
 	}
+	b->fill_ns = reel_now_mono_ns() - b->open_mono_ns;
 	w->q[(w->qhead + w->qlen) % w->nblocks] = b;
 	w->qlen++;
 	w->cur = w->freel[--w->nfree];
@@ -521,10 +574,29 @@ static int ensure_cap(struct wblock *b, size_t need)
 	return 0;
 }
 
+/* Bytes a block needs before its first record: its LEVEL record. */
+static size_t lead_bytes(const struct wblock *b)
+{
+	return b->len ? 0 : REEL_LEVEL_REC_SIZE;
+}
+
+/* A new block starts with its LEVEL record (FORMAT.md 4.3), at the time of
+ * its first record; its level is written when the block is compressed. */
+static void open_block(struct wblock *b, uint64_t ts)
+{
+	struct reel_rec_hdr h = {
+		.type = REEL_REC_LEVEL, .length = 8, .cpu = REEL_CPU_NONE, .ts_ns = ts};
+
+	memcpy(b->data, &h, sizeof(h));
+	memset(b->data + REEL_REC_HDR_SIZE, 0, 8);
+	b->len = REEL_LEVEL_REC_SIZE;
+	b->first_ts = ts;
+	b->open_mono_ns = reel_now_mono_ns();
+}
+
 static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cpu, uint64_t ts,
 		    const void *a, uint32_t alen, const void *c, uint32_t clen)
 {
-	uint8_t *p = b->data + b->len;
 	uint32_t len = alen + clen, padded = reel_pad8(len);
 	struct reel_rec_hdr h = {.type = type,
 				 .flags = flags,
@@ -532,7 +604,11 @@ static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cp
 				 .cpu = cpu,
 				 .reserved = 0,
 				 .ts_ns = ts};
+	uint8_t *p;
 
+	if (!b->len)
+		open_block(b, ts);
+	p = b->data + b->len;
 	memcpy(p, &h, sizeof(h));
 	p += sizeof(h);
 	if (alen)
@@ -542,10 +618,6 @@ static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cp
 	/* zero the padding: one 8-byte store covers it */
 	if (padded != len)
 		memset(p + len, 0, padded - len);
-	if (!b->len) {
-		b->first_ts = ts;
-		b->open_mono_ns = reel_now_mono_ns();
-	}
 	b->len += REEL_REC_HDR_SIZE + padded;
 	reel_blkstat_add(&b->st, type, cpu, ts);
 }
@@ -585,7 +657,8 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	size_t need;
 	int err;
 
-	if (!w || (alen && !a) || (blen && !b))
+	/* a block's LEVEL record is the writer's own (FORMAT.md 4.3) */
+	if (!w || (alen && !a) || (blen && !b) || type == REEL_REC_LEVEL)
 		return -EINVAL;
 	if (len64 > REEL_REC_MAX_PAYLOAD)
 		return drop(w, REEL_OWED_TOOBIG, type, cpu, ts_ns, a, alen, b, blen, -E2BIG);
@@ -593,8 +666,8 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	if (err)
 		return drop(w, REEL_OWED_WERR, type, cpu, ts_ns, a, alen, b, blen, err);
 
-	need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
 	cur = w->cur;
+	need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w) + lead_bytes(cur);
 	if (cur->len &&
 	    (cur->len + need > w->o.block_bytes ||
 	     (ts_ns > cur->first_ts && cur->first_ts && ts_ns - cur->first_ts >= w->age_ns))) {
@@ -605,7 +678,8 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 		if (err)
 			return drop(w, REEL_OWED_WERR, type, cpu, ts_ns, a, alen, b, blen, err);
 		cur = w->cur;
-		need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w);
+		need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w) +
+		       lead_bytes(cur);
 	}
 	if (ensure_cap(cur, need))
 		return drop(w, REEL_OWED_BEHIND, type, cpu, ts_ns, a, alen, b, blen, -ENOMEM);
@@ -630,6 +704,8 @@ static void close_block(struct reel_writer *w)
 {
 	size_t need = pend_bytes(w);
 
+	if (need)
+		need += lead_bytes(w->cur);
 	if (need && !load_err(&w->file_err) && !ensure_cap(w->cur, need))
 		emit_pending(w, 0);
 	(void)queue_cur(w, true);
@@ -824,12 +900,12 @@ static int last_block(struct reel_writer *w)
 	if (!reel_owed_any(&w->owed))
 		return 0;
 	assert(!b->len); /* close_block queued it, and it failed */
-	if (ensure_cap(b, pend_bytes(w)))
+	if (ensure_cap(b, pend_bytes(w) + lead_bytes(b)))
 		return -ENOMEM;
 	emit_pending(w, 0);
 	__atomic_store_n(&w->file_err, 0, __ATOMIC_RELEASE);
 	w->room_final = true;
-	write_block(w, b); /* the thread is idle: the caller may */
+	write_block(w, b, w->o.level); /* the thread is idle: the caller may */
 	reset_block(b);
 	return load_err(&w->file_err);
 }
@@ -1023,14 +1099,20 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 		w->o.block_age_ms = REEL_DEFAULT_BLOCK_AGE_MS;
 	if (!w->o.queue_blocks)
 		w->o.queue_blocks = REEL_DEFAULT_QUEUE_BLOCKS;
+	if (!w->o.min_level)
+		w->o.min_level = ZSTD_minCLevel();
 	if (w->o.block_bytes < 256 || w->o.block_bytes > REEL_MAX_BLOCK_BYTES ||
 	    w->o.queue_blocks > 4096 || w->o.fsync > REEL_FSYNC_CLOSE || w->o.argc < 0 ||
-	    w->o.level > ZSTD_maxCLevel() || w->o.level < ZSTD_minCLevel()) {
+	    w->o.level > ZSTD_maxCLevel() || w->o.level < ZSTD_minCLevel() ||
+	    w->o.min_level > ZSTD_maxCLevel() || w->o.min_level < ZSTD_minCLevel()) {
 		err = -EINVAL;
 		goto fail;
 	}
 	w->age_ns = (uint64_t)w->o.block_age_ms * 1000000ull;
 	w->threaded = w->o.threads >= 0;
+	/* a writer that waits for its queue (or has none) never falls behind */
+	reel_level_init(&w->lvl, w->o.level, w->o.min_level, w->threaded && !w->o.wait_when_full);
+	w->cctx_level = w->last_level = w->o.level;
 	copy = w->o.copy_header;
 	w->o.copy_header = NULL;
 	if (copy)
@@ -1280,6 +1362,9 @@ void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *s
 	st->file_bytes = w->file_bytes;
 	st->total_file_bytes = w->total_file_bytes;
 	st->blocks = w->blocks_written;
+	st->level = w->last_level;
+	st->blocks_faster = w->blocks_faster;
+	st->blocks_stored = w->blocks_stored;
 	st->dropped_records = w->dropped_records + w->lost_records;
 	st->dropped_bytes = w->dropped_bytes + w->lost_bytes;
 	st->last_error = w->first_err;

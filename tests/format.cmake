@@ -15,3 +15,8 @@ if(TARGET reeltool)
 	add_dependencies(test_flip reeltool)
 	target_include_directories(test_flip PRIVATE ${PROJECT_SOURCE_DIR}/capture ${PROJECT_SOURCE_DIR}/bpf)
 endif()
+
+# The writer under load: faster levels, down to stored blocks, when it falls
+# behind; no DROP while they keep up; the level back when the load ends
+# (FORMAT.md 4.3). White-box: the test hook that stalls the writer's thread.
+reel_unit_test(test_writer_load SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_writer_load.c LIBS reelformat_internal)

@@ -29,10 +29,12 @@ extern "C" {
 /* Newest format version this library reads and writes. A file is 2.x when its
  * blocks are record-coded (REEL_META_RECORD_CODING), else 1.x, which readers of
  * 1.x read too; minor 1 adds the header copy frame (FORMAT.md 3.1), which
- * readers of minor 0 skip. Readers accept majors REEL_FORMAT_MAJOR_MIN..
- * REEL_FORMAT_MAJOR and any minor. */
+ * readers of minor 0 skip; minor 2 the LEVEL record that starts each block
+ * (FORMAT.md 4.3), which readers before it skip or yield as an unknown type.
+ * Readers accept majors REEL_FORMAT_MAJOR_MIN..REEL_FORMAT_MAJOR and any
+ * minor. */
 #define REEL_FORMAT_MAJOR     2
-#define REEL_FORMAT_MINOR     1
+#define REEL_FORMAT_MINOR     2
 #define REEL_FORMAT_MAJOR_MIN 1
 
 /* ------------------------------------------------------------------ */
@@ -85,7 +87,11 @@ enum reel_rec_type {
 	/* 8, 9: reserved (issue 15) */
 	/* bytes of a length-only chunk read from its file: struct reel_fill */
 	REEL_REC_FILL = 10,
-	/* 11..13: reserved for types being added */
+	/* 11, 13: reserved for types being added */
+	/* the zstd level the writer compressed its block at: struct reel_level_rec,
+	 * the first record of each block of a format x.2 writer (FORMAT.md 4.3).
+	 * The reader consumes it (reel_reader__level) and never yields it. */
+	REEL_REC_LEVEL = 12,
 	/* a TLS library or runtime found: struct reel_tlslib + strings */
 	REEL_REC_TLSLIB = 14,
 	/* the TLS objects of one process: struct reel_tlsproc + refs */
@@ -232,6 +238,15 @@ struct reel_cpu_stats {
 	uint64_t lost;	       /* samples the kernel reported lost on this ring */
 	uint64_t dropped;      /* records user space dropped for this ring */
 };
+
+/* LEVEL payload (FORMAT.md 4.3): how the block that starts with it was
+ * compressed. */
+struct reel_level_rec {
+	int32_t level;	   /* zstd level; ZSTD_minCLevel() and below: stored (no matches) */
+	uint32_t reserved; /* 0 */
+};
+/* reel_reader__level() of a block without a LEVEL record (older writers) */
+#define REEL_LEVEL_UNKNOWN INT32_MIN
 
 /*
  * FILL payload (format 2.0, capture of event ABI 2): bytes a length-only
@@ -454,6 +469,13 @@ struct reel_writer_opts {
 	 * record is valid during the call. */
 	void (*on_owed)(void *ctx, const struct reel_record *rec);
 	void *on_owed_ctx;
+	/* The fastest zstd level the writer may fall to while it falls behind
+	 * (`level` is the slowest): with a background thread and without
+	 * wait_when_full, a block is compressed at a faster level when the
+	 * queue grows, down to this one, and at slower ones again, up to
+	 * `level`, when it empties (FORMAT.md 4.3). 0: zstd's lowest level,
+	 * which stores the block as it is; >= level: always `level`. */
+	int min_level;
 };
 #define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 
@@ -468,9 +490,12 @@ struct reel_writer_stats {
 	uint64_t blocks;	   /* blocks written */
 	uint64_t dropped_records;  /* records refused (queue full or write error) */
 	uint64_t dropped_bytes;
-	int last_error;	       /* first write error seen (negative errno), 0 if none */
-	uint32_t queued;       /* blocks waiting for (or in) compression now */
-	uint32_t queue_blocks; /* how many may wait (opts.queue_blocks; 0 without a thread) */
+	int last_error;		/* first write error seen (negative errno), 0 if none */
+	uint32_t queued;	/* blocks waiting for (or in) compression now */
+	uint32_t queue_blocks;	/* how many may wait (opts.queue_blocks; 0 without a thread) */
+	int level;		/* zstd level of the last block written */
+	uint64_t blocks_faster; /* blocks written at a level below opts.level (falling behind) */
+	uint64_t blocks_stored; /* of those, at zstd's lowest level (stored as they are) */
 };
 
 /* Creates `path` with mode 0600, O_EXCL unless allow_overwrite, O_NOFOLLOW
@@ -496,7 +521,8 @@ struct reel_writer *reel_writer__open_fd(int fd, const struct reel_writer_opts *
  *            counted; every block completed before the error is intact on disk,
  *            and close (or rotate) ends the file with its footer and a last
  *            block counting what was not written, when the room was kept;
- *  -E2BIG    length > REEL_REC_MAX_PAYLOAD.
+ *  -E2BIG    length > REEL_REC_MAX_PAYLOAD;
+ *  -EINVAL   type REEL_REC_LEVEL (the writer's own record), not counted.
  * A block that reaches block_bytes is closed and queued.
  */
 int reel_writer__append(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
@@ -594,6 +620,11 @@ int reel_reader__seek_time(struct reel_reader *r, uint64_t ts_ns);
 
 /* Rewinds to the first block. */
 int reel_reader__rewind(struct reel_reader *r);
+
+/* The zstd level the block of the last record returned was compressed at,
+ * as its LEVEL record says (FORMAT.md 4.3); REEL_LEVEL_UNKNOWN before any
+ * record, or when the block has no LEVEL record (writers before 1.2/2.2). */
+int reel_reader__level(const struct reel_reader *r);
 
 /* Description of the last error returned (block, offset, reason). */
 const char *reel_reader__errmsg(const struct reel_reader *r);
