@@ -34,6 +34,11 @@
  * the one before on capture data, or more. */
 static const int rungs[] = {19, 15, 12, 9, 6, 3, 1, -1, -4, -16, -64};
 
+int reel_level_stored(void)
+{
+	return ZSTD_minCLevel();
+}
+
 void reel_level_init(struct reel_level *lv, int level, int min_level, bool adapt)
 {
 	int n = 0;

@@ -996,6 +996,91 @@ static void test_info(void **state)
 	run_free(&r);
 }
 
+/* Writes good.reel's records at zstd's lowest level (stored blocks, as a
+ * capture that fell behind writes them), 4 KiB blocks, like gen_file. */
+static void gen_stored(const char *path, const struct xset *x)
+{
+	REEL_OPTS(reel_writer_opts, wo, .block_bytes = 4096, .threads = -1, .hostname = "testhost",
+		  .ncpu = NCPU, .level = reel_level_stored(), .coding = gen_coding);
+	struct reel_writer *w = reel_writer__open(path, &wo);
+
+	assert_non_null(w);
+	for (size_t i = 0; i < x->n; i++)
+		assert_int_equal(reel_writer__append(w, x->v[i].type, 0, x->v[i].cpu, x->v[i].ts,
+						     x->v[i].data, x->v[i].len),
+				 0);
+	assert_int_equal(reel_writer__close(w), 0);
+}
+
+/* info shows each block's level; recompress rewrites a file of stored
+ * blocks at level 19: smaller, verified, exactly the same records in the
+ * same blocks, 0600, never over its input. */
+static void test_recompress(void **state)
+{
+	struct xset in = {0}, got = {0};
+	struct stat sin, sout;
+	char want[160];
+	struct run r;
+
+	(void)state;
+	gen_stored(tpath("stored.reel"), &good_x);
+	assert_int_equal(read_all(tpath("stored.reel"), &in), 0);
+	assert_xset_eq(&in, &good_x);
+	run_tool(&r, "info", tpath("stored.reel"), NULL);
+	expect_status(&r, 0);
+	snprintf(want, sizeof(want), "levels:          %u at %d (stored) (blocks by zstd level)",
+		 in.v[in.n - 1].block + 1, reel_level_stored());
+	expect_has(r.out, want);
+	run_free(&r);
+
+	run_tool(&r, "recompress", "--level", "19", tpath("stored.reel"), tpath("rc.reel"), NULL);
+	expect_status(&r, 0);
+	snprintf(want, sizeof(want), "%zu records in %u blocks", in.n, in.v[in.n - 1].block + 1);
+	expect_has(r.out, want);
+	run_free(&r);
+	assert_int_equal(stat(tpath("stored.reel"), &sin), 0);
+	assert_int_equal(stat(tpath("rc.reel"), &sout), 0);
+	assert_int_equal(sout.st_mode & 0777, 0600);
+	assert_true(sout.st_size * 2 < sin.st_size);
+	run_tool(&r, "verify", tpath("rc.reel"), NULL);
+	expect_status(&r, 0);
+	run_free(&r);
+	assert_int_equal(read_all(tpath("rc.reel"), &got), 0);
+	assert_xset_eq(&got, &in);
+	for (size_t i = 0; i < got.n; i++)
+		assert_int_equal(got.v[i].block, in.v[i].block);
+	expect_coding(tpath("rc.reel"));
+	zstd_test(tpath("rc.reel"));
+	run_tool(&r, "info", "--json", "--blocks", tpath("rc.reel"), NULL);
+	expect_status(&r, 0);
+	snprintf(want, sizeof(want), "\"blocks_by_level\":{\"19\":%u},", in.v[in.n - 1].block + 1);
+	expect_has(r.out, want);
+	expect_has(r.out, "\"records\":");
+	expect_has(r.out, "\"level\":19}]");
+	run_free(&r);
+
+	/* never over its input, not even with -f; bad levels */
+	run_tool(&r, "recompress", "-f", tpath("stored.reel"), tpath("stored.reel"), NULL);
+	expect_status(&r, 2);
+	expect_has(r.err, "output is the input");
+	run_free(&r);
+	assert_int_equal(stat(tpath("stored.reel"), &sout), 0);
+	assert_int_equal(sout.st_size, sin.st_size);
+	run_tool(&r, "recompress", "--level", "23", tpath("stored.reel"), tpath("x.reel"), NULL);
+	expect_status(&r, 2);
+	run_free(&r);
+	run_tool(&r, "recompress", "--level", "0", tpath("stored.reel"), tpath("x.reel"), NULL);
+	expect_status(&r, 2);
+	run_free(&r);
+	/* a file of an older writer: its levels are not said */
+	run_tool(&r, "info", REEL_TEST_DATA "/good.reel", NULL);
+	expect_status(&r, 0);
+	assert_null(strstr(r.out, "levels:"));
+	run_free(&r);
+	xset_free(&in);
+	xset_free(&got);
+}
+
 static void test_outputs(void **state)
 {
 	struct run r;
@@ -1052,7 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_recover),	    cmocka_unit_test(test_bitflip),
 		cmocka_unit_test(test_slice),	    cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_cat),	    cmocka_unit_test(test_info),
-		cmocka_unit_test(test_outputs),
+		cmocka_unit_test(test_outputs),	    cmocka_unit_test(test_recompress),
 	};
 
 	int failed;

@@ -162,13 +162,14 @@ static int create_error(const char *out, int err)
 }
 
 int tool_create_output(struct tool_out *o, const char *out, bool force, const struct reel_header *h,
-		       uint32_t block_bytes, uint32_t block_age_ms, const char *const *inputs,
-		       int ninputs)
+		       uint32_t block_bytes, uint32_t block_age_ms, int level,
+		       const char *const *inputs, int ninputs)
 {
 	/* Every header fact, the exact command line included, comes from the
 	 * input's header, not from the host running reeltool. */
 	REEL_OPTS(reel_writer_opts, wo, .threads = -1, /* compress inline: never drop a record */
-		  .copy_header = h, .block_bytes = block_bytes, .block_age_ms = block_age_ms);
+		  .copy_header = h, .block_bytes = block_bytes, .block_age_ms = block_age_ms,
+		  .level = level);
 	const char *target = out;
 	struct stat st;
 	size_t len;
@@ -435,6 +436,7 @@ static const struct cmd {
 	{"recover", cmd_recover, "copy every good block of a damaged file into a clean one"},
 	{"slice", cmd_slice, "copy a time / CPU / type subset into a new file"},
 	{"merge", cmd_merge, "merge several files into one, in timestamp order"},
+	{"recompress", cmd_recompress, "the same blocks and records at another zstd level"},
 };
 
 static void usage(FILE *f)
@@ -445,7 +447,7 @@ static void usage(FILE *f)
 		   "       reeltool COMMAND --help\n\n"
 		   "Inspect and repair .reel capture files.\n\ncommands:\n");
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\noptions:\n"
 		   "  -v, --verbose  show the format library's own messages\n"
 		   "  -h, --help     this help\n"
@@ -457,7 +459,7 @@ static void usage(FILE *f)
 static void short_usage(void)
 {
 	fprintf(stderr, "usage: reeltool [-v] COMMAND [ARGS...]\n"
-			"commands: info verify cat recover slice merge\n"
+			"commands: info verify cat recover slice merge recompress\n"
 			"Try 'reeltool --help' for more.\n");
 }
 

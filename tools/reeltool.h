@@ -66,11 +66,21 @@ struct tool_out {
  * boot id, CPUs, clock pair, command line, ABI version, tool version,
  * snaplen, file seq). Mode 0600, never through a symlink, refuses an
  * existing file unless `force` and refuses to be one of the inputs.
- * `block_bytes`/`block_age_ms` 0 = the writer's defaults. Returns 0, or -1
- * with the reason printed. */
+ * `block_bytes`/`block_age_ms`/`level` 0 = the writer's defaults (it
+ * compresses inline, at one level). Returns 0, or -1 with the reason
+ * printed. */
 int tool_create_output(struct tool_out *o, const char *out, bool force, const struct reel_header *h,
-		       uint32_t block_bytes, uint32_t block_age_ms, const char *const *inputs,
-		       int ninputs);
+		       uint32_t block_bytes, uint32_t block_age_ms, int level,
+		       const char *const *inputs, int ninputs);
+
+/* Copies every record of `r` (from its first block) to `o`, one output block
+ * per input block: `o` must have been created with tool_block_bytes(r).
+ * Damaged input blocks are reported ("IN: lost: ...") and left out, counted
+ * in *lost. Returns 0, or a negative errno from the writer (reported). */
+int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, uint64_t *records,
+		     uint64_t *lost);
+/* block_bytes for tool_copy_blocks: every input block fits whole. Rewinds r. */
+uint32_t tool_block_bytes(struct reel_reader *r);
 
 /* Finishes an output: closes the writer, reports write errors and records it
  * could not write, and puts the file in place. With `failed` (the caller saw
@@ -119,6 +129,23 @@ void tool_tls_print(const struct tool_tls *t);
 void tool_tls_print_json(const struct tool_tls *t);
 void tool_tls_free(struct tool_tls *t);
 
+/* ---- reeltool_levels.c: info's levels of blocks (LEVEL records) ---- */
+
+struct tool_levels;
+/* The level of data block `block` (reel_reader__level() after a record of
+ * it); *t is made on the first. Returns 0 or -1 (out of memory). */
+int tool_levels_add(struct tool_levels **t, uint32_t block, int level);
+/* The tally per level as a text line (none when no block says its level),
+ * or as a "blocks_by_level":{...}, JSON member. */
+void tool_levels_print(const struct tool_levels *t, uint64_t blocks);
+void tool_levels_print_json(const struct tool_levels *t);
+/* Block by block from the reader's index (a table, or a "block_list":[...],
+ * JSON member); levels only when `aligned` (no damaged block: the index
+ * numbers the blocks as the records did). */
+void tool_levels_print_blocks(const struct tool_levels *t, struct reel_reader *r, bool aligned,
+			      bool json);
+void tool_levels_free(struct tool_levels *t);
+
 /* ---- timeparse.c: --from / --to ---- */
 
 enum tool_time_kind {
@@ -163,5 +190,6 @@ int cmd_cat(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_slice(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_recompress(int argc, char **argv);
 
 #endif /* REELTOOL_H */

@@ -15,14 +15,17 @@
 #include "reel_event.h"
 
 static const char info_usage[] =
-	"usage: reeltool info [--json] FILE...\n"
+	"usage: reeltool info [--json] [--blocks] FILE...\n"
 	"\n"
 	"Header facts (format and ABI version, host, kernel, boot id, CPUs, clock, capture\n"
 	"command line, snaplen, file sequence), first/last record time (wall clock through\n"
 	"the header's clock pair) and duration, records per type and per CPU, LOST and\n"
-	"DROP totals, compressed and raw sizes, blocks, clean close or truncation.\n"
+	"DROP totals, compressed and raw sizes, blocks and the zstd levels they were\n"
+	"compressed at (a capture writer goes faster while it falls behind), clean close\n"
+	"or truncation.\n"
 	"\n"
 	"  --json      one JSON object per file, one per line\n"
+	"  --blocks    also each block: offset, sizes, ratio, records, level\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"exit status: 0 ok, 1 a file has damaged blocks or trailing bytes, 2 usage or a\n"
@@ -57,6 +60,8 @@ struct info_acc {
 	uint64_t ts_min, ts_max;
 	uint64_t damaged;     /* read errors */
 	struct tool_tls *tls; /* reelcap's TLS report, if the file has one */
+	struct tool_levels *levels;
+	int64_t block; /* of the last record, -1 before */
 };
 
 static const char *const reason_names[NREASONS] = {
@@ -296,6 +301,7 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 	tool_tls_print(a->tls);
 	printf("blocks:          %llu good, %llu damaged\n", (unsigned long long)st->blocks_ok,
 	       (unsigned long long)st->blocks_bad);
+	tool_levels_print(a->levels, st->blocks_ok);
 	printf("size:            %llu bytes on disk, %llu compressed, %llu raw (ratio %.2f)\n",
 	       (unsigned long long)st->file_size, (unsigned long long)st->bytes_comp,
 	       (unsigned long long)st->bytes_raw, ratio(st));
@@ -320,9 +326,10 @@ static void json_s(const char *key, const char *v)
 	putchar(',');
 }
 
-static void print_json(const char *path, const struct reel_header *h, const struct info_acc *a,
-		       const struct reel_reader_stats *st)
+static void print_json(const char *path, struct reel_reader *r, const struct info_acc *a,
+		       const struct reel_reader_stats *st, bool blocks)
 {
+	const struct reel_header *h = reel_reader__header(r);
 	char b[64];
 	size_t i;
 	int t;
@@ -397,21 +404,24 @@ static void print_json(const char *path, const struct reel_header *h, const stru
 	tool_tls_print_json(a->tls);
 	json_u64("blocks", st->blocks_ok, true);
 	json_u64("damaged_blocks", st->blocks_bad, true);
+	tool_levels_print_json(a->levels);
 	json_u64("file_bytes", st->file_size, true);
 	json_u64("compressed_bytes", st->bytes_comp, true);
 	json_u64("raw_bytes", st->bytes_raw, true);
 	printf("\"ratio\":%.3f,", ratio(st));
 	printf("\"clean_close\":%s,", st->clean_close ? "true" : "false");
 	printf("\"truncated\":%s,", st->truncated ? "true" : "false");
+	if (blocks)
+		tool_levels_print_blocks(a->levels, r, !st->blocks_bad, true);
 	json_u64("trailing_bytes", st->trailing_bytes, false);
 	printf("}\n");
 }
 
 /* Returns an exit status for this file. */
-static int info_one(const char *path, bool json, bool first)
+static int info_one(const char *path, bool json, bool blocks, bool first)
 {
 	struct reel_reader_stats st;
-	struct info_acc a = {0};
+	struct info_acc a = {.block = -1};
 	struct reel_record rec;
 	struct reel_reader *r;
 	int ret, status = EXIT_OK;
@@ -425,25 +435,31 @@ static int info_one(const char *path, bool json, bool first)
 			a.damaged++;
 			continue;
 		}
-		if (account(&a, &rec)) {
+		if (account(&a, &rec) ||
+		    ((int64_t)rec.block != a.block &&
+		     tool_levels_add(&a.levels, rec.block, reel_reader__level(r)))) {
 			tool_err("%s: out of memory", path);
 			status = EXIT_USAGE;
 			goto out;
 		}
+		a.block = rec.block;
 	}
 	reel_reader__stats(r, &st);
 	if (json) {
-		print_json(path, reel_reader__header(r), &a, &st);
+		print_json(path, r, &a, &st, blocks);
 	} else {
 		if (!first)
 			putchar('\n');
 		print_text(path, reel_reader__header(r), &a, &st);
+		if (blocks)
+			tool_levels_print_blocks(a.levels, r, !st.blocks_bad, false);
 	}
 	if (a.damaged || st.blocks_bad || st.truncated || st.trailing_bytes)
 		status = EXIT_DAMAGE;
 out:
 	free(a.cpus);
 	tool_tls_free(a.tls);
+	tool_levels_free(a.levels);
 	reel_reader__close(r);
 	return status;
 }
@@ -452,16 +468,20 @@ int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"blocks", no_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	bool json = false;
+	bool json = false, blocks = false;
 	int c, i, status = EXIT_OK;
 
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'b':
+			blocks = true;
 			break;
 		case 'h':
 			fputs(info_usage, stdout);
@@ -476,7 +496,7 @@ int cmd_info(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	for (i = optind; i < argc; i++) {
-		int s = info_one(argv[i], json, i == optind);
+		int s = info_one(argv[i], json, blocks, i == optind);
 
 		if (s > status)
 			status = s;

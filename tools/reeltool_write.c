@@ -79,8 +79,7 @@ static int missing_args(const char *what, const char *usage)
 
 /* ---- recover ---- */
 
-/* Largest raw block of `r` (scan), so the output can hold each input block whole. */
-static uint32_t max_block_raw(struct reel_reader *r)
+uint32_t tool_block_bytes(struct reel_reader *r)
 {
 	const struct reel_block_info *b;
 	uint32_t max = 0;
@@ -91,18 +90,46 @@ static uint32_t max_block_raw(struct reel_reader *r)
 		if (b[i].raw_size > max)
 			max = b[i].raw_size;
 	reel_reader__rewind(r);
-	return max;
+	/* + the LEVEL record the writer starts each block with (FORMAT.md 4.3),
+	 * which an input block of an older writer does not hold */
+	return max < (1u << 20) ? (1u << 20) + 64 : max + 64;
+}
+
+int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, uint64_t *records,
+		     uint64_t *lost)
+{
+	struct reel_record rec;
+	int64_t cur_block = -1;
+	int ret;
+
+	*records = *lost = 0;
+	while ((ret = reel_reader__next(r, &rec)) != 0) {
+		if (ret < 0) {
+			printf("%s: lost: %s\n", in, tool_read_errmsg(r, ret));
+			(*lost)++;
+			continue;
+		}
+		if ((int64_t)rec.block != cur_block) {
+			if (cur_block >= 0 && (ret = reel_writer__flush(o->w)) < 0)
+				break;
+			cur_block = rec.block;
+		}
+		ret = tool_append(o, &rec);
+		if (ret < 0)
+			break;
+		(*records)++;
+	}
+	if (ret < 0)
+		tool_err("%s: write failed: %s", o->path, reel_strerror(ret));
+	return ret < 0 ? ret : 0;
 }
 
 static int recover(const char *in, const char *out, bool force)
 {
 	struct reel_reader_stats st;
 	struct reel_reader *r;
-	struct reel_record rec;
 	struct tool_out o;
-	uint64_t records = 0;
-	int64_t cur_block = -1;
-	uint32_t block_bytes;
+	uint64_t records = 0, lost;
 	int ret, status = EXIT_OK;
 
 	r = tool_open(in, true);
@@ -110,30 +137,12 @@ static int recover(const char *in, const char *out, bool force)
 		return EXIT_USAGE;
 	/* One output block per good input block: room for the largest, no
 	 * closing on age, and a flush at every input block boundary. */
-	block_bytes = max_block_raw(r);
-	block_bytes = block_bytes < (1u << 20) ? 0 : block_bytes;
-	if (tool_create_output(&o, out, force, reel_reader__header(r), block_bytes, UINT32_MAX, &in,
-			       1)) {
+	if (tool_create_output(&o, out, force, reel_reader__header(r), tool_block_bytes(r),
+			       UINT32_MAX, 0, &in, 1)) {
 		reel_reader__close(r);
 		return EXIT_USAGE;
 	}
-	while ((ret = reel_reader__next(r, &rec)) != 0) {
-		if (ret < 0) {
-			printf("%s: lost: %s\n", in, tool_read_errmsg(r, ret));
-			continue;
-		}
-		if ((int64_t)rec.block != cur_block) {
-			if (cur_block >= 0 && (ret = reel_writer__flush(o.w)) < 0)
-				break;
-			cur_block = rec.block;
-		}
-		ret = tool_append(&o, &rec);
-		if (ret < 0)
-			break;
-		records++;
-	}
-	if (ret < 0)
-		tool_err("%s: write failed: %s", out, reel_strerror(ret));
+	ret = tool_copy_blocks(r, &o, in, &records, &lost);
 	if (tool_finish_output(&o, ret < 0)) {
 		reel_reader__close(r);
 		return EXIT_DAMAGE;
@@ -227,7 +236,7 @@ static int slice(struct slice_opts *o, const char *in, const char *out)
 	if (o->no_context && o->f.have_from && (ret = reel_reader__seek_time(r, o->f.from_ns)) < 0)
 		tool_err("%s: seek failed (%s): reading from the start", in,
 			 tool_read_errmsg(r, ret));
-	if (tool_create_output(&wo, out, o->force, reel_reader__header(r), 0, 0, &in, 1)) {
+	if (tool_create_output(&wo, out, o->force, reel_reader__header(r), 0, 0, 0, &in, 1)) {
 		status = EXIT_USAGE;
 		goto out;
 	}
@@ -396,7 +405,7 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 		status = EXIT_USAGE;
 		goto out;
 	}
-	if (tool_create_output(&o, out, force, h0, 0, 0, (const char *const *)ins, n)) {
+	if (tool_create_output(&o, out, force, h0, 0, 0, 0, (const char *const *)ins, n)) {
 		status = EXIT_USAGE;
 		goto out;
 	}

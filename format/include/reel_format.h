@@ -498,6 +498,10 @@ struct reel_writer_stats {
 	uint64_t blocks_stored; /* of those, at zstd's lowest level (stored as they are) */
 };
 
+/* zstd's lowest level (opts.min_level's default): a block at it, or below,
+ * is stored, its frame holding the records as they are. */
+int reel_level_stored(void);
+
 /* Creates `path` with mode 0600, O_EXCL unless allow_overwrite, O_NOFOLLOW
  * always, writes the header frame. Returns NULL and sets errno on failure. */
 struct reel_writer *reel_writer__open(const char *path, const struct reel_writer_opts *opts);
