@@ -130,6 +130,12 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 		(unsigned long long)(dropped > ws.dropped_records ? dropped : ws.dropped_records),
 		disk->files, disk->files == 1 ? "" : "s", b2, (unsigned long long)disk->bytes,
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
+	if (ws.blocks_faster) /* the writer kept up by compressing faster (FORMAT.md 4.3) */
+		fprintf(stderr,
+			"reelcap: %s%llu of %llu blocks compressed faster than --level to keep up "
+			"(%llu stored); 'reeltool recompress' compresses them again\n",
+			prefix, (unsigned long long)ws.blocks_faster, (unsigned long long)ws.blocks,
+			(unsigned long long)ws.blocks_stored);
 }
 
 /* How close the rings came to full: the figure to size --ring-pages by. */
