@@ -238,11 +238,10 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 #define REEL_LEVEL_RUNGS 16
 struct reel_level {
 	int ladder[REEL_LEVEL_RUNGS];	 /* [0] = the ceiling, [n - 1] = the floor */
-	uint64_t cost[REEL_LEVEL_RUNGS]; /* wall ns per KiB compressed there (0: unknown) */
+	uint64_t cost[REEL_LEVEL_RUNGS]; /* wall ns per KiB compressed and written there
+					  * (0: unknown) */
 	int n, idx;			 /* idx: the rung of the last block */
 	uint32_t q_prev;		 /* the queue when the last block was taken */
-	bool cpu_bound; /* writing the last block took at most twice compressing it (false
-			 * before any block) */
 };
 /* Without `adapt` (or with min_level >= level) the ladder is `level` alone. */
 void reel_level_init(struct reel_level *lv, int level, int min_level, bool adapt);

@@ -9,22 +9,21 @@
  * picks the rung of each block when it takes the block from the queue:
  *
  * - by the queue: one rung faster when the queue grew since the last block
- *   or holds a quarter of its slots, straight to the floor at three eighths
- *   (reelcap's overload control starts cutting calls at half), one rung
- *   slower when it holds an eighth or less;
+ *   or holds a quarter of its slots, as far as faster rungs pay at three
+ *   eighths (reelcap's overload control starts cutting calls at half), one
+ *   rung slower when it holds an eighth or less;
  * - ahead of the queue: while blocks wait, they arrive as fast as this one
- *   filled; when
- *   compressing it at the rung would take longer than a quarter of the time
- *   the free slots last at that rate (by the wall time a KiB took at each
- *   rung, or twice per rung that of the nearest rung measured), a faster rung
- *   is taken now. This catches a burst while the writer sits at a slow
- *   ceiling (a 1 MiB block at level 19 takes about half a second) before the
- *   queue has grown;
- * - not when writing is what takes the time (the last block took more than
- *   twice as long to write as to compress): a slow disk or pipe is not
- *   helped by a faster level, which only makes more bytes to write; then the
- *   rung holds until the queue is short. Nor before the first block was
- *   measured.
+ *   filled; when handling it at the rung would take longer than a quarter
+ *   of the time the free slots last at that rate, a faster rung is taken
+ *   now. This catches a burst while the writer sits at a slow ceiling (a
+ *   1 MiB block at level 19 takes about half a second) before the queue has
+ *   grown;
+ * - "pays": each rung's cost is the wall time a KiB took to compress and
+ *   write there (measured when used; unknown rungs are tried, and predicted
+ *   at twice per rung the nearest one measured). A faster rung is taken only
+ *   while it is not known to cost more, and a falling writer goes one rung
+ *   slower when that one is known to cost less: on a slow disk or pipe
+ *   storing writes 20 times the bytes of level 3 and falls further behind.
  */
 #include <zstd.h>
 
@@ -74,6 +73,35 @@ static uint64_t predict(const struct reel_level *lv, int i, size_t len)
 	return c * (uint64_t)(len >> 10);
 }
 
+/* A faster rung than the current one costs less time per KiB, or is not
+ * known yet; a slower one is known to cost less (a slow sink: fewer bytes). */
+static bool faster_pays(const struct reel_level *lv)
+{
+	int i = lv->idx;
+
+	return i + 1 < lv->n && (!lv->cost[i + 1] || !lv->cost[i] || lv->cost[i + 1] < lv->cost[i]);
+}
+
+static bool slower_pays(const struct reel_level *lv)
+{
+	int i = lv->idx;
+
+	return i > 0 && lv->cost[i - 1] && lv->cost[i] && lv->cost[i - 1] < lv->cost[i];
+}
+
+/* Falling behind: one rung towards the cheaper neighbour, or (`all`) as
+ * far as faster rungs pay. */
+static void behind(struct reel_level *lv, bool all)
+{
+	if (faster_pays(lv)) {
+		do
+			lv->idx++;
+		while (all && faster_pays(lv));
+	} else if (slower_pays(lv)) {
+		lv->idx--;
+	}
+}
+
 int reel_level_pick(struct reel_level *lv, size_t len, uint64_t fill_ns, uint32_t queued,
 		    uint32_t queue_blocks)
 {
@@ -86,20 +114,18 @@ int reel_level_pick(struct reel_level *lv, size_t len, uint64_t fill_ns, uint32_
 	if (queued <= lo) {
 		if (lv->idx)
 			lv->idx--;
-	} else if (!lv->cpu_bound) {
-		/* hold */
 	} else if ((uint64_t)queued * 8 >= (uint64_t)queue_blocks * 3) {
-		lv->idx = lv->n - 1;
-	} else if ((queued >= hi || queued > lv->q_prev) && lv->idx + 1 < lv->n) {
-		lv->idx++;
+		behind(lv, true);
+	} else if (queued >= hi || queued > lv->q_prev) {
+		behind(lv, false);
 	}
 	lv->q_prev = queued;
 	/* with nothing waiting the thread keeps up: an appender that filled
 	 * one block fast and then waits (a flush) is no burst */
-	if (!fill_ns || !queued || queued >= queue_blocks || !lv->cpu_bound)
+	if (!fill_ns || !queued || queued >= queue_blocks)
 		return lv->idx;
 	budget = (uint64_t)(queue_blocks - queued) * fill_ns / 4;
-	while (lv->idx + 1 < lv->n && predict(lv, lv->idx, len) > budget)
+	while (predict(lv, lv->idx, len) > budget && faster_pays(lv))
 		lv->idx++;
 	return lv->idx;
 }
@@ -110,11 +136,10 @@ void reel_level_after(struct reel_level *lv, int rung, size_t len, uint64_t comp
 	if (lv->n == 1)
 		return;
 	if (len >= 1024) {
-		uint64_t c = comp_ns / (len >> 10);
+		uint64_t c = (comp_ns + write_ns) / (len >> 10);
 
 		lv->cost[rung] = lv->cost[rung] ? (lv->cost[rung] * 3 + c) / 4 : c;
 		if (!lv->cost[rung])
 			lv->cost[rung] = 1;
 	}
-	lv->cpu_bound = write_ns <= 2 * comp_ns;
 }

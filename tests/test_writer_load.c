@@ -163,7 +163,7 @@ static uint64_t settle(struct reel_writer *w, uint64_t k, uint32_t block_bytes)
 }
 
 static void check_run(struct reel_writer *w, const char *path, uint64_t k, int ceiling,
-		      const char *what)
+		      const char *what, bool want_stored)
 {
 	struct reel_writer_stats ws;
 	struct levels lv;
@@ -181,7 +181,9 @@ static void check_run(struct reel_writer *w, const char *path, uint64_t k, int c
 	assert_int_equal(lv.blocks, ws.blocks);
 	assert_int_equal(lv.faster, ws.blocks_faster);
 	assert_int_equal(lv.stored, ws.blocks_stored);
-	assert_true(lv.stored > 0); /* it went all the way down */
+	assert_true(lv.faster > 0);
+	if (want_stored) /* all the way down: nothing measured said it costs more */
+		assert_true(lv.stored > 0);
 	assert_int_equal(lv.last, ceiling);
 	unlink(path);
 }
@@ -210,7 +212,7 @@ static void test_stalled_sink(void **state)
 	reel_writer__test_pause(w, false);
 	assert_int_equal(reel_writer__flush(w), 0);
 	k = settle(w, k, o.block_bytes);
-	check_run(w, path, k, 19, "stalled sink");
+	check_run(w, path, k, 19, "stalled sink", true);
 }
 
 /* Compression is the bottleneck: level 19 cannot keep up with 20 MB/s of
@@ -230,7 +232,7 @@ static void test_slow_compression(void **state)
 	k = produce(w, 0, 256 << 10, 1.0);
 	k = produce(w, k, 32u << 20, 20.0);
 	k = settle(w, k, o.block_bytes);
-	check_run(w, path, k, 19, "slow compression");
+	check_run(w, path, k, 19, "slow compression", false);
 }
 
 /* A writer that waits for its queue (offline: recompress, slice, merge)
