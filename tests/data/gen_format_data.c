@@ -2,8 +2,10 @@
 /*
  * Writes the crafted .reel files of tests/data/ and the reader fuzz seeds.
  * Built by CMake, never run by CTest:
- *   build/tests/gen_format_data tests/data tests/fuzz/corpus/reader
- * Output is deterministic (fixed header facts and clock pair).
+ *   build/tests/gen_format_data tests/data tests/fuzz/corpus/reader [NAME...]
+ * Output is deterministic (fixed header facts and clock pair). With NAMEs
+ * (level, level_coded, ...) only those files are written: the others were
+ * written by an older writer and are kept as they are (tests/data/README.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +17,20 @@
 #include "reel_format.h"
 
 static const char *data_dir, *corpus_dir;
+static char **only; /* NULL: every file */
+static int nonly;
+
+static bool wanted(const char *name)
+{
+	size_t n = strcspn(name, ".");
+
+	if (!only)
+		return true;
+	for (int i = 0; i < nonly; i++)
+		if (strlen(only[i]) == n && !strncmp(only[i], name, n))
+			return true;
+	return false;
+}
 
 static void die(const char *what)
 {
@@ -26,6 +42,8 @@ static void put(const char *name, const void *buf, size_t len)
 {
 	const char *dirs[2] = {data_dir, corpus_dir};
 
+	if (!wanted(name))
+		return;
 	for (int d = 0; d < 2; d++) {
 		char path[4096], base[256];
 		FILE *f;
@@ -74,11 +92,12 @@ static const struct reel_coding gen_coding = {
 		   {24, 8, REEL_CODE_DELTA | REEL_CODE_COLUMN, 0, 0, 0}},
 };
 
-static struct reel_writer *wopen_coded(const char *path, uint32_t block_bytes,
-				       const struct reel_coding *coding)
+/* An inline writer (every block at `level`; 0: the default) */
+static struct reel_writer *wopen_level(const char *path, uint32_t block_bytes,
+				       const struct reel_coding *coding, int level)
 {
 	static const char *const argv[] = {"gen_format_data"};
-	REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_bytes = block_bytes,
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_bytes = block_bytes, .level = level,
 		  .allow_overwrite = true, .hostname = "gen", .kernel = "6.1.0-gen",
 		  .boot_id = "00000000-0000-0000-0000-000000000000", .ncpu = 4, .argv = argv,
 		  .argc = 1, .abi_version = 1, .tool_version = "reel-gen", .snaplen = 4096,
@@ -92,7 +111,7 @@ static struct reel_writer *wopen_coded(const char *path, uint32_t block_bytes,
 
 static struct reel_writer *wopen(const char *path, uint32_t block_bytes)
 {
-	return wopen_coded(path, block_bytes, NULL);
+	return wopen_level(path, block_bytes, NULL, 0);
 }
 
 /* 600 SAMPLE-like records, 4 CPUs, text-ish payloads of 0..299 bytes. */
@@ -131,6 +150,70 @@ static size_t craft(uint8_t *out, size_t cap, const uint8_t *hdr, size_t hlen, c
 	return hlen + n;
 }
 
+/* One record at p (header, payload, zero padding); returns its size. */
+static size_t put_raw(uint8_t *p, uint16_t type, uint64_t ts, const void *payload, uint32_t len)
+{
+	struct reel_rec_hdr h = {.type = type, .length = len, .cpu = REEL_CPU_NONE, .ts_ns = ts};
+	size_t sz = REEL_REC_HDR_SIZE + ((len + 7u) & ~7u);
+
+	memset(p, 0, sz);
+	memcpy(p, &h, sizeof(h));
+	if (len)
+		memcpy(p + REEL_REC_HDR_SIZE, payload, len);
+	return sz;
+}
+
+/* The files of format x.2, whose blocks start with a LEVEL record
+ * (FORMAT.md 4.3). hdr: a header frame of this writer, hlen bytes. */
+static void level_files(const char *tmp, const uint8_t *hdr, size_t hlen)
+{
+	static const struct {
+		const char *name;
+		int level, n;
+		uint32_t block_bytes;
+		const struct reel_coding *coding;
+	} files[] = {
+		{"level.reel", 0, 600, 16384, NULL},
+		{"level_coded.reel", 0, 600, 16384, &gen_coding},
+		{"level_stored.reel", -1, 100, 4096, NULL}, /* -1: zstd's lowest */
+	};
+	uint8_t raw[512], out[4096], *buf;
+	size_t n = 0, len;
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct reel_writer *w;
+
+		snprintf(path, sizeof(path), "%s/%s", tmp, files[i].name);
+		w = wopen_level(path, files[i].block_bytes, files[i].coding,
+				files[i].level < 0 ? reel_level_stored() : files[i].level);
+		fill_std(w, (uint32_t)files[i].n);
+		if (reel_writer__close(w))
+			die("close");
+		buf = slurp(path, &len);
+		put(files[i].name, buf, len);
+		free(buf);
+	}
+	/* level_odd.reel: one block, no footer, LEVEL records of every length
+	 * and place: none (0 bytes), -7, 2 bytes, 9 with 4 more bytes, and one
+	 * that ends the block; a NOTE after each but the last */
+	{
+		static const int32_t lv[] = {-7, 0, 9, 0, 1, 0};
+		static const uint8_t two[2] = {5, 0};
+
+		n += put_raw(raw + n, REEL_REC_LEVEL, 1, NULL, 0);
+		n += put_raw(raw + n, REEL_REC_NOTE, 1, "a", 1);
+		n += put_raw(raw + n, REEL_REC_LEVEL, 2, lv, 8);
+		n += put_raw(raw + n, REEL_REC_NOTE, 2, "b", 1);
+		n += put_raw(raw + n, REEL_REC_LEVEL, 3, two, 2);
+		n += put_raw(raw + n, REEL_REC_NOTE, 3, "c", 1);
+		n += put_raw(raw + n, REEL_REC_LEVEL, 4, lv + 2, 12);
+		n += put_raw(raw + n, REEL_REC_NOTE, 4, "d", 1);
+		n += put_raw(raw + n, REEL_REC_LEVEL, 5, lv + 4, 8);
+		put("level_odd.reel", out, craft(out, sizeof(out), hdr, hlen, raw, n));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char tmp[] = "/tmp/reel_gen.XXXXXX", path[256];
@@ -141,12 +224,16 @@ int main(int argc, char **argv)
 	size_t glen, olen, hlen;
 	int nb;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DATA_DIR CORPUS_DIR\n", argv[0]);
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s DATA_DIR CORPUS_DIR [NAME...]\n", argv[0]);
 		return 2;
 	}
 	data_dir = argv[1];
 	corpus_dir = argv[2];
+	if (argc > 3) {
+		only = argv + 3;
+		nonly = argc - 3;
+	}
 	if (!mkdtemp(tmp))
 		die("mkdtemp");
 
@@ -232,7 +319,7 @@ int main(int argc, char **argv)
 
 	/* coded.reel: good.reel's records, coded (format 2.0) */
 	snprintf(path, sizeof(path), "%s/coded.reel", tmp);
-	w = wopen_coded(path, 16384, &gen_coding);
+	w = wopen_level(path, 16384, &gen_coding, 0);
 	fill_std(w, 600);
 	if (reel_writer__close(w))
 		die("close");
@@ -240,6 +327,7 @@ int main(int argc, char **argv)
 	one = slurp(path, &olen);
 	put("coded.reel", one, olen);
 
+	level_files(tmp, good, hlen);
 	free(one);
 	free(good);
 	snprintf(path, sizeof(path), "rm -rf '%s'", tmp);

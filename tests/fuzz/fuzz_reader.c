@@ -75,10 +75,12 @@ static void run(const uint8_t *data, size_t size, bool no_index, bool keep_unkno
 		return;
 	sink += reel_reader__header(r)->ncpu;
 	while ((rc = reel_reader__next(r, &rec)) != 0 && guard++ < 100000) {
-		if (rc > 0)
+		if (rc > 0) {
 			consume(&rec);
-		else
+			sink += (uint32_t)reel_reader__level(r); /* its block's LEVEL record */
+		} else {
 			sink += strlen(reel_reader__errmsg(r));
+		}
 	}
 	n = reel_reader__blocks(r, &bi);
 	for (int i = 0; i < n; i++) {
