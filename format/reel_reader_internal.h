@@ -116,8 +116,8 @@ static inline int reel_reader__next_in_block_inl(struct reel_reader *r, struct r
 
 		r->roff += REEL_REC_HDR_SIZE + reel_pad8(len);
 		if (type == REEL_REC_LEVEL) { /* structure, not a record: never yielded */
-			if (len >= 4)
-				r->cur_level = (int32_t)rd32(h + REEL_REC_HDR_SIZE);
+			r->cur_level = len >= 4 ? (int32_t)rd32(h + REEL_REC_HDR_SIZE)
+						: REEL_LEVEL_UNKNOWN;
 			continue;
 		}
 		if ((type == 0 || type > REEL_REC_MAX_KNOWN) && !r->o.keep_unknown)

@@ -20,3 +20,6 @@ endif()
 # behind; no DROP while they keep up; the level back when the load ends
 # (FORMAT.md 4.3). White-box: the test hook that stalls the writer's thread.
 reel_unit_test(test_writer_load SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_writer_load.c LIBS reelformat_internal)
+
+# The LEVEL records of tests/data's x.2 files (gen_format_data) read back.
+reel_unit_test(test_level_files SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_level_files.c LIBS reelformat)
