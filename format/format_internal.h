@@ -137,7 +137,11 @@ struct reel_hdr_facts {
 	uint32_t ncpu, page_size, abi_version, snaplen, file_seq;
 	struct reel_clock clock;
 	const struct reel_coding *coding; /* NULL or scheme 0: blocks not coded, format 1.0 */
+	uint32_t dedup_min;		  /* 0: no REF records, else format 3.x (FORMAT.md 4.4) */
+	uint64_t dedup_window;
 };
+/* DEDUP TLV flags: the blocks are coded (a 3.x file needs RECORD_CODING). */
+#define REEL_DEDUPF_CODED 1u
 /* Builds the whole header skippable frame into a malloc'd buffer. */
 int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out_len);
 /* Parses a header frame payload (after the 8-byte skippable frame header).
@@ -260,6 +264,33 @@ void reel_level_after(struct reel_level *lv, int rung, size_t len, uint64_t comp
 
 /* The LEVEL record that starts every block (FORMAT.md 4.3). */
 #define REEL_LEVEL_REC_SIZE (REEL_REC_HDR_SIZE + 8)
+
+/* Repeated payloads (reel_dedup.c, FORMAT.md 4.4): the writer's window. */
+#define REEL_DEDUP_MIN_FLOOR	  64u
+#define REEL_DEDUP_DEFAULT_WINDOW (32u << 20)
+struct reel_dedup;
+struct reel_dedup_loc {
+	uint32_t block, index, off;
+};
+struct reel_dedup *reel_dedup_new(uint32_t min, uint64_t window);
+void reel_dedup_free(struct reel_dedup *d);
+/* A new file: the window empties. */
+void reel_dedup_reset(struct reel_dedup *d);
+uint32_t reel_dedup_min(const struct reel_dedup *d);
+/* 1 and *loc when an earlier record in the window holds p[0..len) (hash h),
+ * checked byte for byte; else 0. */
+int reel_dedup_find(struct reel_dedup *d, const void *p, uint32_t len, uint64_t h,
+		    struct reel_dedup_loc *loc);
+/* A record of reclen payload bytes went into block `block` as record
+ * `index`; when cand, its bytes [off, off + len) (cand, hash h) may be
+ * referred to later. Records under the minimum do not enter the window. */
+void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint32_t index,
+		    const void *cand, uint32_t off, uint32_t len, uint64_t h);
+/* Test hook: every payload falls in one hash bucket and only the byte
+ * comparison tells them apart. */
+void reel_dedup__test_collide(struct reel_dedup *d, bool on);
+/* The writer's window, for that hook (NULL when dedup is off). */
+struct reel_dedup *reel_writer__test_dedup(struct reel_writer *w);
 
 /* Test hook: while paused the background thread compresses nothing, so the
  * queue fills. Unpausing wakes it. No effect with threads = -1. */

@@ -76,7 +76,7 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
 	put_raw(&b, NULL, 8);
 	memcpy(sig, REEL_HDR_SIG, 4);
 	/* 1.0 readers read an uncoded file: only a coded one needs 2.0 */
-	wr16(sig + 4, coded ? 2 : 1);
+	wr16(sig + 4, f->dedup_min ? 3 : coded ? 2 : 1);
 	wr16(sig + 6, REEL_FORMAT_MINOR); /* 1: the header copy follows */
 	put_raw(&b, sig, 8);
 	put_str(&b, REEL_META_HOSTNAME, f->hostname);
@@ -129,6 +129,14 @@ int reel_header_build(const struct reel_hdr_facts *f, uint8_t **out, size_t *out
 		put(&b, REEL_META_RECORD_CODING, v, (uint32_t)n);
 		free(v);
 	}
+	if (f->dedup_min) {
+		uint8_t v[16];
+
+		wr32(v, f->dedup_min);
+		wr32(v + 4, coded ? REEL_DEDUPF_CODED : 0);
+		wr64(v + 8, f->dedup_window);
+		put(&b, REEL_META_DEDUP, v, sizeof(v));
+	}
 	if (b.err) {
 		free(b.p);
 		return b.err;
@@ -161,7 +169,7 @@ static void copy_str(char *dst, size_t cap, const uint8_t *v, uint32_t len, bool
 /* The TLVs of a header payload into *h. *coding_seen: a RECORD_CODING TLV
  * was parsed (valid or not: then h->coding.scheme is 0 and cerr says why). */
 static int parse_tlvs(const uint8_t *p, size_t len, struct reel_header *h, char *err, size_t errlen,
-		      bool *coding_seen, char *cerr, size_t cerrlen)
+		      bool *coding_seen, bool *dedup_coded, char *cerr, size_t cerrlen)
 {
 	size_t off = 8;
 	bool have_crc = false;
@@ -269,6 +277,13 @@ static int parse_tlvs(const uint8_t *p, size_t len, struct reel_header *h, char 
 			}
 			break;
 		}
+		case REEL_META_DEDUP:
+			if (vlen >= 16 && rd32(v)) {
+				h->dedup_min = rd32(v);
+				h->dedup_window = rd64(v + 8);
+				*dedup_coded = rd32(v + 4) & REEL_DEDUPF_CODED;
+			}
+			break;
 		default:
 			break; /* unknown tags are skipped */
 		}
@@ -285,7 +300,7 @@ static int parse_tlvs(const uint8_t *p, size_t len, struct reel_header *h, char 
 
 int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char *err, size_t errlen)
 {
-	bool coding_seen = false;
+	bool coding_seen = false, dedup_coded = false;
 	char cerr[160] = "";
 	int rc;
 
@@ -302,12 +317,14 @@ int reel_header_parse(const uint8_t *p, size_t len, struct reel_header *h, char 
 			 h->major, h->minor, REEL_FORMAT_MAJOR_MIN, REEL_FORMAT_MAJOR);
 		return -REEL_ERR_VERSION;
 	}
-	rc = parse_tlvs(p, len, h, err, errlen, &coding_seen, cerr, sizeof(cerr));
+	rc = parse_tlvs(p, len, h, err, errlen, &coding_seen, &dedup_coded, cerr, sizeof(cerr));
 	if (rc == -REEL_ERR_VERSION)
 		return rc;
 	/* A 2.x file's blocks are coded: without the parameters (missing, damaged:
-	 * the TLV has its own CRC) none can be decoded, and each block says so. */
-	if (h->major >= 2 && h->coding.scheme != REEL_CODING_V1) {
+	 * the TLV has its own CRC) none can be decoded, and each block says so.
+	 * A 3.x file's are when its RECORD_CODING or its DEDUP TLV says so. */
+	if ((h->major == 2 || (h->major >= 3 && (coding_seen || dedup_coded))) &&
+	    h->coding.scheme != REEL_CODING_V1) {
 		h->coding.scheme = REEL_CODING_INVALID;
 		if (!rc) {
 			if (coding_seen)

@@ -321,13 +321,49 @@ static int load_block_dec(const struct reel_reader *r, struct reel_blkdec *d,
 			       "record %u at byte %zu: length %u past block end (%llu bytes left)",
 			       recno, off, len, cs - off - REEL_REC_HDR_SIZE);
 		if (st && rd16(h) != REEL_REC_LEVEL) /* the index does not count it */
-			reel_blkstat_add(st, rd16(h), rd32(h + 8), rd64(h + 16));
+			reel_blkstat_add(st, reel_rec_index_type(h), rd32(h + 8), rd64(h + 16));
 		off += recsz;
 		recno++;
 	}
 	*out_len = cs;
 	return 0;
 #undef BLKERR
+}
+
+int reel_reader__load_block_no(struct reel_reader *r, uint32_t block, uint8_t **buf, size_t *cap,
+			       size_t *len, char *err, size_t errlen)
+{
+	const struct rframe *f = NULL;
+	size_t lo = 0, hi = r->nframes;
+
+	/* data frames are numbered in file order: bisect on them */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2, j = mid;
+
+		while (j < hi && r->frames[j].kind != FK_DATA)
+			j++;
+		if (j == hi) {
+			hi = mid;
+			continue;
+		}
+		if (r->frames[j].block == block) {
+			f = &r->frames[j];
+			break;
+		}
+		if (r->frames[j].block < block)
+			lo = j + 1;
+		else
+			hi = mid;
+	}
+	if (!f) {
+		snprintf(err, errlen, "no block %u in the file", block);
+		return -REEL_ERR_CORRUPT;
+	}
+	if (!r->xdec.dctx && blkdec_init(&r->xdec)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return load_block_dec(r, &r->xdec, f, buf, cap, len, NULL, err, errlen);
 }
 
 static int load_block(struct reel_reader *r, const struct rframe *f, uint8_t **buf, size_t *cap,
@@ -581,6 +617,12 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 			r->cur_block = f->block;
 			r->cur_level = REEL_LEVEL_UNKNOWN;
 			ra_start(r);
+			/* REF records become the records they stand for (FORMAT.md
+			 * 4.4); the block's other records are read even if one
+			 * cannot be resolved */
+			rc = reel_deref_block(r, f);
+			if (rc)
+				return rc;
 			break;
 		}
 		case FK_INDEX:
@@ -827,6 +869,7 @@ void reel_reader__stats(const struct reel_reader *r, struct reel_reader_stats *s
 	}
 	if (!r->nframes)
 		end = r->hdr_end;
+	reel_deref_stats(r, &st->refs, &st->ref_bytes, &st->refs_bad);
 	st->trailing_bytes = r->size > end ? r->size - end : 0;
 }
 
@@ -1137,5 +1180,7 @@ void reel_reader__close(struct reel_reader *r)
 	free_index(r);
 	ra_free(r->ra);
 	blkdec_free(&r->dec);
+	blkdec_free(&r->xdec);
+	reel_deref_free(r->deref);
 	free(r);
 }

@@ -63,6 +63,8 @@ struct reel_reader {
 	size_t dropped;	   /* mapped bytes below this were given back (MADV_DONTNEED) */
 	struct reel_blkdec dec;
 	struct reel_readahead *ra; /* opts.readahead: the next block's decompression */
+	struct reel_blkdec xdec;   /* blocks REF records point into (dctx NULL until then) */
+	struct reel_deref *deref;  /* REF resolution state, NULL until a REF is met */
 	char errmsg[512];
 
 	/* block index */
@@ -74,6 +76,29 @@ struct reel_reader {
 	struct reel_cpu_count *cpus;
 	size_t nblk, ncpus;
 };
+
+/* reel_deref.c: REF records (FORMAT.md 4.4). */
+struct reel_deref;
+/* Expands the REF records of the block just loaded into r->buf (frame f):
+ * 0, or a negative error with r->errmsg when some could not be resolved
+ * (those are left out; r->buf/blen hold the block's other records). */
+int reel_deref_block(struct reel_reader *r, const struct rframe *f);
+void reel_deref_free(struct reel_deref *d);
+/* REF records expanded, the bytes they stood for, those not resolved. */
+void reel_deref_stats(const struct reel_reader *r, uint64_t *refs, uint64_t *bytes, uint64_t *bad);
+/* Decodes data block number `block` into *buf (for REF targets). */
+int reel_reader__load_block_no(struct reel_reader *r, uint32_t block, uint8_t **buf, size_t *cap,
+			       size_t *len, char *err, size_t errlen);
+/* The type the index counts a record (header h) as: a REF record as the
+ * type it stands for (FORMAT.md 4.4). */
+static inline uint16_t reel_rec_index_type(const uint8_t *h)
+{
+	uint16_t t = rd16(h);
+
+	return t == REEL_REC_REF && rd32(h + 4) >= sizeof(struct reel_ref)
+		       ? rd16(h + REEL_REC_HDR_SIZE)
+		       : t;
+}
 
 /* reel_frames.c: the frame list (FORMAT.md 6-7). */
 

@@ -41,6 +41,8 @@ struct wblock {
 	uint64_t open_mono_ns; /* clock when the first record went in */
 	uint64_t fill_ns;      /* from then until it was queued */
 	uint64_t first_ts;
+	uint32_t nrec; /* records in it, its LEVEL record included */
+	uint64_t xlen; /* payload bytes its REF records stand for (FORMAT.md 4.4) */
 	struct reel_blkstat st;
 };
 
@@ -115,6 +117,11 @@ struct reel_writer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv_work, cv_done;
 
+	/* caller-side: repeated payloads (FORMAT.md 4.4): the window, the file
+	 * order number of the current block, where the last record went */
+	struct reel_dedup *dd;
+	uint32_t blkno, last_blk, last_idx;
+	uint64_t refs, ref_bytes;
 	/* caller-side: what the file is owed, and counters */
 	struct reel_owed owed;
 	uint64_t records, raw_bytes, dropped_records, dropped_bytes;
@@ -453,6 +460,8 @@ static void write_block(struct reel_writer *w, struct wblock *b, int level)
 static void reset_block(struct wblock *b)
 {
 	b->len = 0;
+	b->nrec = 0;
+	b->xlen = 0;
 	b->first_ts = 0;
 	b->open_mono_ns = 0;
 	b->fill_ns = 0;
@@ -513,6 +522,7 @@ static int queue_cur(struct reel_writer *w, bool wait)
 	if (!w->threaded) {
 		write_block(w, b, w->o.level);
 		reset_block(b);
+		w->blkno++;
 		return 0;
 	}
 	pthread_mutex_lock(&w->mu);
@@ -527,6 +537,7 @@ static int queue_cur(struct reel_writer *w, bool wait)
 	w->q[(w->qhead + w->qlen) % w->nblocks] = b;
 	w->qlen++;
 	w->cur = w->freel[--w->nfree];
+	w->blkno++;
 	pthread_cond_signal(&w->cv_work);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
@@ -590,12 +601,14 @@ static void open_block(struct wblock *b, uint64_t ts)
 	memcpy(b->data, &h, sizeof(h));
 	memset(b->data + REEL_REC_HDR_SIZE, 0, 8);
 	b->len = REEL_LEVEL_REC_SIZE;
+	b->nrec = 1;
 	b->first_ts = ts;
 	b->open_mono_ns = reel_now_mono_ns();
 }
 
-static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cpu, uint64_t ts,
-		    const void *a, uint32_t alen, const void *c, uint32_t clen)
+/* Puts a record into b; returns its number in the block. */
+static uint32_t put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cpu, uint64_t ts,
+			const void *a, uint32_t alen, const void *c, uint32_t clen)
 {
 	uint32_t len = alen + clen, padded = reel_pad8(len);
 	struct reel_rec_hdr h = {.type = type,
@@ -619,7 +632,10 @@ static void put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_t cp
 	if (padded != len)
 		memset(p + len, 0, padded - len);
 	b->len += REEL_REC_HDR_SIZE + padded;
-	reel_blkstat_add(&b->st, type, cpu, ts);
+	/* the index counts records as readers yield them: a REF as its type */
+	reel_blkstat_add(&b->st, type == REEL_REC_REF ? ((const struct reel_ref *)a)->type : type,
+			 cpu, ts);
+	return b->nrec++;
 }
 
 static size_t pend_bytes(const struct reel_writer *w)
@@ -649,17 +665,25 @@ static void emit_pending(struct reel_writer *w, uint64_t ts)
 		reel_owed_emit(&w->owed, ts, put_owed, w);
 }
 
-int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
-			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen)
+/* A repeatable part of the record being appended (append_dedup). */
+struct dd_cand {
+	uint64_t hash;
+};
+
+/* What a block's REF records may stand for, in all (FORMAT.md 4.4: readers
+ * take up to 64 MiB; this keeps a reader's blocks small). */
+#define REEL_DEDUP_BLOCK_XLEN (8u << 20)
+
+/* append2's body. With cand (dedup on), b is the repeatable part. */
+static int append_rec(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+		      uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen,
+		      const struct dd_cand *cand, uint32_t xlen)
 {
 	uint64_t len64 = (uint64_t)alen + blen;
 	struct wblock *cur;
 	size_t need;
 	int err;
 
-	/* a block's LEVEL record is the writer's own (FORMAT.md 4.3) */
-	if (!w || (alen && !a) || (blen && !b) || type == REEL_REC_LEVEL)
-		return -EINVAL;
 	if (len64 > REEL_REC_MAX_PAYLOAD)
 		return drop(w, REEL_OWED_TOOBIG, type, cpu, ts_ns, a, alen, b, blen, -E2BIG);
 	err = load_err(&w->file_err);
@@ -669,7 +693,7 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	cur = w->cur;
 	need = REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64) + pend_bytes(w) + lead_bytes(cur);
 	if (cur->len &&
-	    (cur->len + need > w->o.block_bytes ||
+	    (cur->len + need > w->o.block_bytes || cur->xlen + xlen > REEL_DEDUP_BLOCK_XLEN ||
 	     (ts_ns > cur->first_ts && cur->first_ts && ts_ns - cur->first_ts >= w->age_ns))) {
 		err = queue_cur(w, w->o.wait_when_full);
 		if (err)
@@ -684,12 +708,65 @@ int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, u
 	if (ensure_cap(cur, need))
 		return drop(w, REEL_OWED_BEHIND, type, cpu, ts_ns, a, alen, b, blen, -ENOMEM);
 	emit_pending(w, ts_ns);
-	put_rec(cur, type, flags, cpu, ts_ns, a, alen, b, blen);
+	w->last_idx = put_rec(cur, type, flags, cpu, ts_ns, a, alen, b, blen);
+	w->last_blk = w->blkno;
+	cur->xlen += xlen;
+	if (w->dd && type != REEL_REC_REF)
+		reel_dedup_add(w->dd, (uint32_t)len64, w->last_blk, w->last_idx, cand ? b : NULL,
+			       alen, blen, cand ? cand->hash : 0);
 	w->records++;
 	w->raw_bytes += REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64);
 	if (cur->len >= w->o.block_bytes)
 		(void)queue_cur(w, w->o.wait_when_full); /* full: the next append retries */
 	return 0;
+}
+
+int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+	/* a block's LEVEL record and REF records are the writer's own
+	 * (FORMAT.md 4.3, 4.4) */
+	if (!w || (alen && !a) || (blen && !b) || type == REEL_REC_LEVEL || type == REEL_REC_REF)
+		return -EINVAL;
+	return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, NULL, 0);
+}
+
+int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			      uint64_t ts_ns, const void *a, uint32_t alen, const void *b,
+			      uint32_t blen)
+{
+	struct reel_dedup_loc loc;
+	struct dd_cand cand;
+	struct reel_ref ref;
+	int err;
+
+	if (!w || !w->dd || blen < reel_dedup_min(w->dd) || (alen && !a) || !b ||
+	    type == REEL_REC_LEVEL || type == REEL_REC_REF)
+		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
+	if ((uint64_t)alen + blen > REEL_REC_MAX_PAYLOAD)
+		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
+	cand.hash = reel_hash64(b, blen);
+	if (!reel_dedup_find(w->dd, b, blen, cand.hash, &loc))
+		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &cand, 0);
+	ref = (struct reel_ref){.type = type,
+				.head_len = alen,
+				.block = loc.block,
+				.index = loc.index,
+				.off = loc.off,
+				.len = blen,
+				.hash = cand.hash};
+	err = append_rec(w, REEL_REC_REF, flags, cpu, ts_ns, &ref, sizeof(ref), a, alen, NULL,
+			 blen);
+	if (!err) {
+		w->refs++;
+		w->ref_bytes += blen;
+	}
+	return err;
+}
+
+struct reel_dedup *reel_writer__test_dedup(struct reel_writer *w)
+{
+	return w ? w->dd : NULL;
 }
 
 int reel_writer__append(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
@@ -843,6 +920,10 @@ static int write_header(struct reel_writer *w)
 	f.file_seq = w->o.file_seq;
 	f.clock = w->o.clock;
 	f.coding = &w->coding;
+	if (w->dd) {
+		f.dedup_min = reel_dedup_min(w->dd);
+		f.dedup_window = w->o.dedup_window ? w->o.dedup_window : REEL_DEDUP_DEFAULT_WINDOW;
+	}
 	if (!f.clock.mono_ns && !f.clock.real_ns) {
 		f.clock.mono_ns = reel_now_mono_ns();
 		f.clock.real_ns = reel_now_real_ns();
@@ -886,6 +967,8 @@ static void start_file(struct reel_writer *w, int fd)
 	w->nidx = 0;
 	w->cpu_pairs_len = 0;
 	w->file_bytes = 0;
+	w->blkno = 0;
+	reel_dedup_reset(w->dd); /* references stay within a file */
 	__atomic_store_n(&w->file_err, 0, __ATOMIC_RELEASE);
 }
 
@@ -1036,6 +1119,7 @@ static void free_writer(struct reel_writer *w)
 	reel_codec_free(&w->codec);
 	reel_owed_free(&w->owed);
 	reel_owed_free(&w->towed);
+	reel_dedup_free(w->dd);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->hostname);
 	free(w->kernel);
@@ -1188,6 +1272,11 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 			w->freel[w->nfree++] = b;
 	}
 	w->cur = &w->blocks[0];
+	if (w->o.dedup_min) {
+		w->dd = reel_dedup_new(w->o.dedup_min, w->o.dedup_window);
+		if (!w->dd)
+			goto fail;
+	}
 	w->ccap = ZSTD_compressBound(w->o.block_bytes + 4096);
 	w->cbuf = malloc(w->ccap);
 	if (!w->cbuf)
@@ -1368,6 +1457,8 @@ void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *s
 	st->dropped_records = w->dropped_records + w->lost_records;
 	st->dropped_bytes = w->dropped_bytes + w->lost_bytes;
 	st->last_error = w->first_err;
+	st->refs = w->refs;
+	st->ref_bytes = w->ref_bytes;
 	if (w->threaded) {
 		st->queued = w->qlen + (w->busy ? 1 : 0);
 		st->queue_blocks = w->o.queue_blocks;

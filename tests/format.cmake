@@ -23,3 +23,11 @@ reel_unit_test(test_writer_load SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_writer_
 
 # The LEVEL records of tests/data's x.2 files (gen_format_data) read back.
 reel_unit_test(test_level_files SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_level_files.c LIBS reelformat)
+
+# Repeated payloads stored once (FORMAT.md 4.4): REF records written and
+# expanded back, a forced hash collision, window eviction, a pipe, a slice
+# across a reference (reeltool), a cut file and a damaged target block.
+reel_unit_test(test_format_dedup SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_dedup.c LIBS reelformat_internal)
+if(TARGET reeltool)
+	add_dependencies(test_format_dedup reeltool)
+endif()

@@ -284,8 +284,10 @@ static void test_roundtrip_types(void **state)
 	assert_non_null(w);
 	/* LEVEL is the writer's own: refused, and never read back */
 	assert_int_equal(reel_writer__append(w, REEL_REC_LEVEL, 0, 0, 1, payload[0], 8), -EINVAL);
+	/* so are REF records (FORMAT.md 4.4): the reader expands them */
+	assert_int_equal(reel_writer__append(w, REEL_REC_REF, 0, 0, 1, payload[0], 40), -EINVAL);
 	for (int t = 1; t <= REEL_REC_MAX_KNOWN; t++) {
-		if (t == REEL_REC_LEVEL)
+		if (t == REEL_REC_LEVEL || t == REEL_REC_REF)
 			continue;
 		for (uint32_t len = 0; len < 20; len += 3 + (uint32_t)t) {
 			recs[n].type = (uint16_t)t;
@@ -1481,7 +1483,7 @@ static void test_data_files(void **state)
 		{"header_only.reel", 0, 0, 0, 0, false},
 		{"garbage.reel", -REEL_ERR_MAGIC, 0, 0, 0, false},
 		{"empty.reel", -REEL_ERR_TRUNCATED, 0, 0, 0, false},
-		{"version3.reel", -REEL_ERR_VERSION, 0, 0, 0, false},
+		{"version4.reel", -REEL_ERR_VERSION, 0, 0, 0, false},
 		{"unknown_type.reel", 0, 2, 0, 0, true},
 		{"coded.reel", 0, 600, 0, 0, true},
 	};

@@ -31,9 +31,12 @@ extern "C" {
  * 1.x read too; minor 1 adds the header copy frame (FORMAT.md 3.1), which
  * readers of minor 0 skip; minor 2 the LEVEL record that starts each block
  * (FORMAT.md 4.3), which readers before it skip or yield as an unknown type.
+ * A file written with repeated payloads stored once (REF records, FORMAT.md
+ * 4.4) is 3.x, coded or not (tag 14 says), so that readers before it refuse
+ * it instead of skipping the payloads the REF records stand for.
  * Readers accept majors REEL_FORMAT_MAJOR_MIN..REEL_FORMAT_MAJOR and any
  * minor. */
-#define REEL_FORMAT_MAJOR     2
+#define REEL_FORMAT_MAJOR     3
 #define REEL_FORMAT_MINOR     2
 #define REEL_FORMAT_MAJOR_MIN 1
 
@@ -87,11 +90,15 @@ enum reel_rec_type {
 	/* 8, 9: reserved (issue 15) */
 	/* bytes of a length-only chunk read from its file: struct reel_fill */
 	REEL_REC_FILL = 10,
-	/* 11, 13: reserved for types being added */
+	/* 11: reserved for types being added */
 	/* the zstd level the writer compressed its block at: struct reel_level_rec,
 	 * the first record of each block of a format x.2 writer (FORMAT.md 4.3).
 	 * The reader consumes it (reel_reader__level) and never yields it. */
 	REEL_REC_LEVEL = 12,
+	/* a record whose payload ends with bytes an earlier record of the file
+	 * holds: struct reel_ref + the payload's head (FORMAT.md 4.4). The reader
+	 * expands it into the record it stands for and never yields it. */
+	REEL_REC_REF = 13,
 	/* a TLS library or runtime found: struct reel_tlslib + strings */
 	REEL_REC_TLSLIB = 14,
 	/* the TLS objects of one process: struct reel_tlsproc + refs */
@@ -122,6 +129,23 @@ struct reel_rec_hdr {
 };
 #define REEL_REC_HDR_SIZE    24
 #define REEL_REC_MAX_PAYLOAD (16u << 20)
+
+/* REF payload (FORMAT.md 4.4), followed by head_len bytes: the record it
+ * stands for has type `type`, the REF's flags, cpu and ts_ns, and the payload
+ * head || bytes [off, off + len) of record `index` of block `block`. */
+struct reel_ref {
+	uint16_t type;	   /* type of the record it stands for */
+	uint16_t reserved; /* zero */
+	uint32_t head_len; /* payload bytes that follow this struct */
+	uint32_t block;	   /* data block number (frame order in the file, from 0) */
+	uint32_t index;	   /* record within that block, from 0 (its LEVEL record) */
+	uint32_t off;	   /* where the bytes start in that record's payload */
+	uint32_t len;	   /* how many */
+	uint64_t hash;	   /* reel_hash64() of those bytes */
+};
+
+/* The 64-bit hash REF records carry (FORMAT.md 4.4). */
+uint64_t reel_hash64(const void *p, size_t len);
 
 /* LOST payload: what the kernel said in PERF_RECORD_LOST. */
 struct reel_lost {
@@ -335,6 +359,7 @@ enum reel_meta_tag {
 	REEL_META_FILE_SEQ = 12,      /* u32: rotation sequence number, from 0 */
 	REEL_META_SAMPLE_FORMAT = 13, /* u32: 1 = perf raw data bytes (after the u32 size) */
 	REEL_META_RECORD_CODING = 14, /* struct reel_coding (FORMAT.md 4.1); format 2.x only */
+	REEL_META_DEDUP = 15,	      /* u32 min, u32 reserved, u64 window (FORMAT.md 4.4) */
 	/* u32: CRC-32 (zlib) of the header payload before this TLV; always the last TLV.
 	 * A reader that finds it wrong still reads the blocks (reports the damage). */
 	REEL_META_HEADER_CRC = 255,
@@ -415,6 +440,9 @@ struct reel_header {
 	uint32_t cmdline_raw_len;
 	/* How the blocks are coded (scheme 0: not coded; always 0 in 1.x files). */
 	struct reel_coding coding;
+	/* Repeated payloads (REEL_META_DEDUP, format 3.x): 0 = none. */
+	uint32_t dedup_min;
+	uint64_t dedup_window;
 };
 
 /* ------------------------------------------------------------------ */
@@ -476,6 +504,14 @@ struct reel_writer_opts {
 	 * `level`, when it empties (FORMAT.md 4.3). 0: zstd's lowest level,
 	 * which stores the block as it is; >= level: always `level`. */
 	int min_level;
+	/* Repeated payloads stored once (FORMAT.md 4.4): a payload part of at
+	 * least dedup_min bytes given to reel_writer__append_dedup that an
+	 * earlier record of the same file holds (within the last dedup_window
+	 * bytes of records of dedup_min bytes or more) is written as a REF
+	 * record. 0: off (the default); below 64 counts as 64. dedup_window 0:
+	 * 32 MiB. Such a file is format 3.x. */
+	uint32_t dedup_min;
+	uint32_t dedup_window;
 };
 #define REEL_OPTS(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
 
@@ -496,6 +532,8 @@ struct reel_writer_stats {
 	int level;		/* zstd level of the last block written */
 	uint64_t blocks_faster; /* blocks written at a level below opts.level (falling behind) */
 	uint64_t blocks_stored; /* of those, at zstd's lowest level (stored as they are) */
+	uint64_t refs;		/* records written as REF records (dedup) */
+	uint64_t ref_bytes;	/* payload bytes they did not store again */
 };
 
 /* zstd's lowest level (opts.min_level's default): a block at it, or below,
@@ -537,6 +575,15 @@ int reel_writer__append(struct reel_writer *w, uint16_t type, uint16_t flags, ui
 int reel_writer__append2(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
 			 uint64_t ts_ns, const void *a, uint32_t alen, const void *b,
 			 uint32_t blen);
+
+/* Like append2 with a = the head of the payload and b = its repeatable
+ * part: when opts.dedup_min is set and blen >= it, b is hashed and, when an
+ * earlier record of the file holds the same bytes (checked byte for byte),
+ * the record is written as a REF record to them (FORMAT.md 4.4). Same
+ * returns as append. */
+int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
+			      uint64_t ts_ns, const void *a, uint32_t alen, const void *b,
+			      uint32_t blen);
 
 /* Closes the current block if it is older than block_age_ms at `now_mono_ns`
  * (0 = read CLOCK_MONOTONIC). Cheap; call it on every poll timeout. */
@@ -655,6 +702,9 @@ struct reel_reader_stats {
 	bool clean_close;	 /* footer (index + seek table) present and consistent */
 	bool truncated;		 /* file ends inside a frame */
 	uint64_t trailing_bytes; /* bytes after the last complete frame */
+	uint64_t refs;		 /* REF records expanded (FORMAT.md 4.4) */
+	uint64_t ref_bytes;	 /* bytes they stood for and the file did not repeat */
+	uint64_t refs_bad;	 /* REF records that could not be resolved (not yielded) */
 };
 void reel_reader__stats(const struct reel_reader *r, struct reel_reader_stats *st);
 

@@ -255,10 +255,10 @@ int main(int argc, char **argv)
 	put("truncated.reel", good, bi[0].offset + bi[0].comp_size / 2);
 	/* header_only.reel: what a capture leaves if it dies before the first block */
 	put("header_only.reel", good, hlen);
-	/* version3.reel: format major 3 (this library reads 1.x and 2.x) */
+	/* version4.reel: format major 4 (this library reads 1.x to 3.x) */
 	memcpy(out, good, hlen);
-	out[12] = 3;
-	put("version3.reel", out, hlen);
+	out[12] = 4;
+	put("version4.reel", out, hlen);
 	reel_reader__close(r);
 
 	/* one-block file for the damaged variants */

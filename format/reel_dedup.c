@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Repeated payloads stored once (FORMAT.md 4.4), the writer's side: the hash
+ * REF records carry and the window of earlier payloads a record may refer
+ * to. The window mirrors the rule readers are told: every record of the file
+ * whose payload is dedup_min bytes or more (REF records aside) enters it in
+ * file order, and the oldest leave while the payloads in it add up to more
+ * than dedup_window bytes. Only the parts a caller offered as repeatable are
+ * kept (a copy, to compare byte for byte) and found by their hash.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format_internal.h"
+
+#define P1 0x9E3779B185EBCA87ull
+#define P2 0xC2B2AE3D27D4EB4Full
+#define P3 0x165667B19E3779F9ull
+
+static inline uint64_t rotl(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t lane(uint64_t acc, uint64_t w)
+{
+	return rotl(acc + w * P2, 31) * P1;
+}
+
+static inline uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= P2;
+	h ^= h >> 29;
+	h *= P3;
+	h ^= h >> 32;
+	return h;
+}
+
+/* Four independent lanes over 32-byte stripes, then 8 bytes at a time, then
+ * the tail zero-padded into one word; the length goes into the final mix. */
+uint64_t reel_hash64(const void *p, size_t len)
+{
+	const uint8_t *s = p, *end = s + len;
+	uint64_t h, a = P1 + P2, b = P2, c = 0, d = 0 - P1;
+
+	if (len >= 32) {
+		for (; end - s >= 32; s += 32) {
+			a = lane(a, rd64(s));
+			b = lane(b, rd64(s + 8));
+			c = lane(c, rd64(s + 16));
+			d = lane(d, rd64(s + 24));
+		}
+		h = rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(d, 18);
+	} else {
+		h = P3;
+	}
+	h += (uint64_t)len;
+	for (; end - s >= 8; s += 8)
+		h = rotl(h ^ lane(0, rd64(s)), 27) * P1 + P3;
+	if (s < end) {
+		uint64_t w = 0;
+
+		memcpy(&w, s, (size_t)(end - s));
+		h = rotl(h ^ lane(0, w), 27) * P1 + P3;
+	}
+	return mix(h);
+}
+
+struct dd_ent {
+	uint64_t hash;
+	uint8_t *copy; /* NULL: counted in the window, never referred to */
+	uint32_t acct; /* the record's payload length */
+	uint32_t block, index, off, len;
+};
+
+struct reel_dedup {
+	uint32_t min;
+	uint64_t window, held; /* held: sum of acct in the ring */
+	struct dd_ent *ring;
+	size_t cap, head, n; /* ring of n entries from head (cap a power of 2) */
+	uint64_t seq0;	     /* sequence number of ring[head] */
+	uint64_t *tab;	     /* bucket -> sequence number + 1 of its newest entry */
+	size_t tabmask;
+	bool collide;
+};
+
+struct reel_dedup *reel_dedup_new(uint32_t min, uint64_t window)
+{
+	struct reel_dedup *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->min = min < REEL_DEDUP_MIN_FLOOR ? REEL_DEDUP_MIN_FLOOR : min;
+	d->window = window ? window : REEL_DEDUP_DEFAULT_WINDOW;
+	d->cap = 256;
+	d->tabmask = 4095;
+	d->ring = calloc(d->cap, sizeof(*d->ring));
+	d->tab = calloc(d->tabmask + 1, sizeof(*d->tab));
+	if (!d->ring || !d->tab) {
+		reel_dedup_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+static void pop_oldest(struct reel_dedup *d)
+{
+	struct dd_ent *e = &d->ring[d->head];
+
+	d->held -= e->acct;
+	free(e->copy);
+	e->copy = NULL;
+	d->head = (d->head + 1) & (d->cap - 1);
+	d->n--;
+	d->seq0++;
+}
+
+void reel_dedup_reset(struct reel_dedup *d)
+{
+	if (!d)
+		return;
+	while (d->n)
+		pop_oldest(d);
+	/* sequence numbers go on: the buckets' old ones are below seq0 */
+}
+
+void reel_dedup_free(struct reel_dedup *d)
+{
+	if (!d)
+		return;
+	if (d->ring)
+		reel_dedup_reset(d);
+	free(d->ring);
+	free(d->tab);
+	free(d);
+}
+
+uint32_t reel_dedup_min(const struct reel_dedup *d)
+{
+	return d->min;
+}
+
+void reel_dedup__test_collide(struct reel_dedup *d, bool on)
+{
+	if (d)
+		d->collide = on;
+}
+
+static size_t bucket(const struct reel_dedup *d, uint64_t h)
+{
+	return d->collide ? 0 : (size_t)(h ^ (h >> 29)) & d->tabmask;
+}
+
+int reel_dedup_find(struct reel_dedup *d, const void *p, uint32_t len, uint64_t h,
+		    struct reel_dedup_loc *loc)
+{
+	uint64_t s = d->tab[bucket(d, h)];
+	const struct dd_ent *e;
+
+	if (!s || s - 1 < d->seq0 || s - 1 - d->seq0 >= d->n)
+		return 0;
+	e = &d->ring[(d->head + (s - 1 - d->seq0)) & (d->cap - 1)];
+	/* the test hook leaves the byte comparison alone to tell them apart */
+	if (!e->copy || e->len != len || (!d->collide && e->hash != h) || memcmp(e->copy, p, len))
+		return 0;
+	loc->block = e->block;
+	loc->index = e->index;
+	loc->off = e->off;
+	return 1;
+}
+
+static int grow(struct reel_dedup *d)
+{
+	size_t ncap = d->cap * 2;
+	struct dd_ent *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++)
+		n[i] = d->ring[(d->head + i) & (d->cap - 1)];
+	free(d->ring);
+	d->ring = n;
+	d->cap = ncap;
+	d->head = 0;
+	/* keep the table at least twice the entries (it only ever grows) */
+	if (d->tabmask + 1 < ncap * 2) {
+		uint64_t *t = calloc(ncap * 2, sizeof(*t));
+
+		if (t) {
+			free(d->tab);
+			d->tab = t;
+			d->tabmask = ncap * 2 - 1;
+			for (size_t i = 0; i < d->n; i++)
+				if (d->ring[i].copy)
+					d->tab[bucket(d, d->ring[i].hash)] = d->seq0 + i + 1;
+		}
+	}
+	return 0;
+}
+
+void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint32_t index,
+		    const void *cand, uint32_t off, uint32_t len, uint64_t h)
+{
+	struct dd_ent *e;
+
+	if (reclen < d->min)
+		return;
+	/* Out of memory: the window forgets its oldest, which readers may keep
+	 * longer than needed (harmless); it never holds what they would not. */
+	if (d->n == d->cap && grow(d))
+		pop_oldest(d);
+	e = &d->ring[(d->head + d->n) & (d->cap - 1)];
+	memset(e, 0, sizeof(*e));
+	e->acct = reclen;
+	e->block = block;
+	e->index = index;
+	if (cand && len) {
+		e->copy = malloc(len);
+		if (e->copy) {
+			memcpy(e->copy, cand, len);
+			e->hash = h;
+			e->off = off;
+			e->len = len;
+			d->tab[bucket(d, h)] = d->seq0 + d->n + 1;
+		}
+	}
+	d->n++;
+	d->held += reclen;
+	while (d->n && d->held > d->window)
+		pop_oldest(d);
+}
