@@ -48,6 +48,9 @@ static void usage(FILE *f)
 		"      --level N          zstd level, negative for --fast (default 1)\n"
 		"      --no-coding        store records as they are (format 1.0, for 1.x readers;\n"
 		"                         about 3x larger files)\n"
+		"      --dedup-min BYTES  store a payload of BYTES or more that the file already\n"
+		"                         holds as a reference to it (default 2048; format 3.x)\n"
+		"      --no-dedup         store every payload (format 1.x/2.x, for older readers)\n"
 		"      --flush-ms MS      close a block at this age (default 1000)\n"
 		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
 		"      --print            also print events live through the replay pipeline\n"
@@ -146,6 +149,8 @@ enum {
 	OPT_PRINT,
 	OPT_NO_CODING,
 	OPT_NO_TLS,
+	OPT_DEDUP_MIN,
+	OPT_NO_DEDUP,
 	OPT_NO_FILE_FILL,
 	OPT_NO_OVERLOAD_CUT,
 	OPT_LIBSSL,
@@ -171,6 +176,8 @@ static const struct option long_opts[] = {
 	{"print", no_argument, NULL, OPT_PRINT},
 	{"no-coding", no_argument, NULL, OPT_NO_CODING},
 	{"no-tls", no_argument, NULL, OPT_NO_TLS},
+	{"dedup-min", required_argument, NULL, OPT_DEDUP_MIN},
+	{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
 	{"no-file-fill", no_argument, NULL, OPT_NO_FILE_FILL},
 	{"no-overload-cut", no_argument, NULL, OPT_NO_OVERLOAD_CUT},
 	{"libssl", required_argument, NULL, OPT_LIBSSL},
@@ -214,6 +221,20 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
 	return true;
 }
 
+/* --dedup-min BYTES: 0 (off) to the largest record. */
+static int parse_dedup_min(const char *s, uint32_t *out)
+{
+	unsigned long l;
+	char *end;
+
+	errno = 0;
+	l = strtoul(s, &end, 10);
+	if (end == s || *end || errno || l > REEL_REC_MAX_PAYLOAD || s[0] == '-')
+		return -1;
+	*out = (uint32_t)l;
+	return 0;
+}
+
 int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 {
 	uint64_t v;
@@ -224,6 +245,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 	o->rt_prio = CAP_DRAIN_RT_DEF;
 	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
 	o->flush_ms = 1000;
+	o->dedup_min = CAP_DEDUP_MIN_DEF;
 	o->argc = argc;
 	o->argv = argv;
 	opterr = 0;
@@ -311,6 +333,13 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case OPT_NO_TLS:
 			o->no_tls = true;
+			break;
+		case OPT_NO_DEDUP: /* --dedup-min 0 */
+		case OPT_DEDUP_MIN:
+			if (parse_dedup_min(c == OPT_NO_DEDUP ? "0" : optarg, &o->dedup_min))
+				return usage_error("--dedup-min: '%s' is not a size from 0 (off) "
+						   "to %u bytes",
+						   optarg, REEL_REC_MAX_PAYLOAD);
 			break;
 		case OPT_DRAIN_NICE:
 			if (!parse_int(optarg, -20, 19, &o->nice))

@@ -137,7 +137,7 @@ struct cap_out *cap_out_open(const struct cap_opts *o, int fd, const struct reel
 		  .abi_version = REEL_ABI_VERSION, .tool_version = "reelcap " REEL_VERSION,
 		  .snaplen = o->snaplen, .clock = *clk,
 		  .coding = o->no_coding ? &no_coding : &reel_abi_coding, .on_owed = on_owed,
-		  .on_owed_ctx = out);
+		  .on_owed_ctx = out, .dedup_min = o->dedup_min);
 	out->w = reel_writer__open_fd(fd, &wo);
 	if (!out->w) {
 		err = errno;
@@ -214,10 +214,30 @@ bool cap_out_behind(const struct cap_out *out)
 	return st.queue_blocks && st.queued * 2 >= st.queue_blocks;
 }
 
+/* The writer's append, with what may repeat split off as the second part
+ * (FORMAT.md 4.4): a DATA event's captured bytes after its header
+ * (bpf/ABI.md), a FILL record's file bytes after its struct reel_fill. */
+static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+		     uint32_t alen, const void *b, uint32_t blen)
+{
+	if (type == REEL_REC_SAMPLE && !blen && alen > sizeof(struct reel_ev_data)) {
+		const struct reel_ev_hdr *h = a;
+
+		if (h->kind == REEL_EV_DATA)
+			return reel_writer__append_dedup(
+				out->w, type, 0, cpu, ts, a, sizeof(struct reel_ev_data),
+				(const uint8_t *)a + sizeof(struct reel_ev_data),
+				alen - (uint32_t)sizeof(struct reel_ev_data));
+	}
+	if (type == REEL_REC_FILL && blen)
+		return reel_writer__append_dedup(out->w, type, 0, cpu, ts, a, alen, b, blen);
+	return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+}
+
 int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		   uint32_t alen, const void *b, uint32_t blen)
 {
-	int err = reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+	int err = out_write(out, type, cpu, ts, a, alen, b, blen);
 
 	if (out->pipe && !err)
 		pipe_push(out, type, cpu, ts, a, alen, b, blen);

@@ -136,6 +136,12 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 			"(%llu stored); 'reeltool recompress' compresses them again\n",
 			prefix, (unsigned long long)ws.blocks_faster, (unsigned long long)ws.blocks,
 			(unsigned long long)ws.blocks_stored);
+	if (ws.refs) /* repeated payloads stored once (FORMAT.md 4.4) */
+		fprintf(stderr,
+			"reelcap: %s%llu repeated payloads stored as references (%s not stored "
+			"again)\n",
+			prefix, (unsigned long long)ws.refs,
+			(human(ws.ref_bytes, b1, sizeof(b1)), b1));
 }
 
 /* How close the rings came to full: the figure to size --ring-pages by. */

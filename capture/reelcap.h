@@ -30,6 +30,8 @@
  * a woken drain still waits out the running task's slice (milliseconds):
  * small rings overflowed in the meantime. */
 #define CAP_DRAIN_RT_DEF 1
+/* --dedup-min default: payloads this long or longer are stored once per file */
+#define CAP_DEDUP_MIN_DEF 2048
 
 struct reel_trace; /* the BPF skeleton (reel_trace.skel.h) */
 
@@ -50,7 +52,8 @@ struct cap_opts {
 	int file_count;	     /* with file_size: keep this many files (0 = unlimited) */
 	uint32_t ring_pages; /* 0 until set: cap_bpf_default_ring_pages() */
 	int level;
-	bool no_coding; /* store records without the record coding (format 1.0) */
+	bool no_coding;	    /* store records without the record coding (format 1.0) */
+	uint32_t dedup_min; /* --dedup-min (0: --no-dedup): repeated payloads as REF records */
 	uint32_t flush_ms;
 	double stats_s; /* live stats line period (0 = off) */
 	bool quiet;
