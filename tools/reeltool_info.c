@@ -305,6 +305,12 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 	printf("size:            %llu bytes on disk, %llu compressed, %llu raw (ratio %.2f)\n",
 	       (unsigned long long)st->file_size, (unsigned long long)st->bytes_comp,
 	       (unsigned long long)st->bytes_raw, ratio(st));
+	if (h->dedup_min || st->refs || st->refs_bad) /* FORMAT.md 4.4 */
+		printf("stored once:     %llu records are references (%llu bytes not stored "
+		       "again), %llu unresolved; payloads >= %u bytes, window %llu bytes\n",
+		       (unsigned long long)st->refs, (unsigned long long)st->ref_bytes,
+		       (unsigned long long)st->refs_bad, h->dedup_min,
+		       (unsigned long long)h->dedup_window);
 	printf("closed cleanly:  %s\n", st->clean_close ? "yes (footer index present)"
 							: "no (footer index missing or damaged)");
 	if (st->truncated || st->trailing_bytes)
@@ -408,6 +414,11 @@ static void print_json(const char *path, struct reel_reader *r, const struct inf
 	json_u64("file_bytes", st->file_size, true);
 	json_u64("compressed_bytes", st->bytes_comp, true);
 	json_u64("raw_bytes", st->bytes_raw, true);
+	if (h->dedup_min || st->refs || st->refs_bad) {
+		json_u64("ref_records", st->refs, true);
+		json_u64("ref_bytes", st->ref_bytes, true);
+		json_u64("refs_unresolved", st->refs_bad, true);
+	}
 	printf("\"ratio\":%.3f,", ratio(st));
 	printf("\"clean_close\":%s,", st->clean_close ? "true" : "false");
 	printf("\"truncated\":%s,", st->truncated ? "true" : "false");
