@@ -1486,6 +1486,10 @@ static void test_data_files(void **state)
 		{"version4.reel", -REEL_ERR_VERSION, 0, 0, 0, false},
 		{"unknown_type.reel", 0, 2, 0, 0, true},
 		{"coded.reel", 0, 600, 0, 0, true},
+		/* FORMAT.md 4.4: REF records expanded; the crafted bad ones left out */
+		{"dedup.reel", 0, 300, 0, 0, true},
+		{"dedup_coded.reel", 0, 300, 0, 0, true},
+		{"dedup_odd.reel", 0, 3, 1, -REEL_ERR_CORRUPT, false},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

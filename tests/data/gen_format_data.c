@@ -214,6 +214,100 @@ static void level_files(const char *tmp, const uint8_t *hdr, size_t hlen)
 	}
 }
 
+/* 300 records, a 40-byte head and one of 3 bodies (300, 700, 2000 bytes) or
+ * a short one, through append_dedup: most bodies are REF records. */
+static void fill_dedup(struct reel_writer *w)
+{
+	static uint8_t body[2000];
+	static const uint32_t blen[] = {300, 700, 2000, 20};
+	char head[40];
+
+	for (uint32_t j = 0; j < sizeof(body); j++)
+		body[j] = (uint8_t)("HTTP/1.1 200 OK\r\nServer: gen\r\n\r\n"[j % 33] + j / 997);
+	for (uint32_t i = 0; i < 300; i++) {
+		uint32_t k = (i * 7u) % 4u;
+
+		memset(head, 0, sizeof(head));
+		snprintf(head, sizeof(head), "conn %u seq %u", i % 5, i);
+		if (reel_writer__append_dedup(w, REEL_REC_SAMPLE, 0, i % 4,
+					      1000000ull + i * 1000ull, head, sizeof(head),
+					      body + k * 3, blen[k]))
+			die("append_dedup");
+	}
+}
+
+/* The files of format 3.2 with REF records (FORMAT.md 4.4), and one crafted
+ * block of REF records good and bad. hdr: a header frame, hlen bytes. */
+static void dedup_files(const char *tmp, const uint8_t *hdr, size_t hlen)
+{
+	static const char *const argv[] = {"gen_format_data"};
+	static const struct {
+		const char *name;
+		const struct reel_coding *coding;
+	} files[] = {{"dedup.reel", NULL}, {"dedup_coded.reel", &gen_coding}};
+	uint8_t raw[2048], out[4096], *buf;
+	size_t n = 0, len;
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		REEL_OPTS(reel_writer_opts, o, .threads = -1, .block_bytes = 4096,
+			  .allow_overwrite = true, .hostname = "gen", .kernel = "6.1.0-gen",
+			  .boot_id = "00000000-0000-0000-0000-000000000000", .ncpu = 4,
+			  .argv = argv, .argc = 1, .abi_version = 1, .tool_version = "reel-gen",
+			  .snaplen = 4096, .clock = {1000000, 1700000000000000000ull},
+			  .coding = files[i].coding, .dedup_min = 256, .dedup_window = 65536);
+		struct reel_writer *w;
+
+		snprintf(path, sizeof(path), "%s/%s", tmp, files[i].name);
+		w = reel_writer__open(path, &o);
+		if (!w)
+			die(path);
+		fill_dedup(w);
+		if (reel_writer__close(w))
+			die("close");
+		buf = slurp(path, &len);
+		put(files[i].name, buf, len);
+		free(buf);
+	}
+	/* dedup_odd.reel: one block: LEVEL, a NOTE of 100 bytes, then REF
+	 * records: to the NOTE (good), forward, a wrong hash, to the LEVEL
+	 * record, to a block that does not exist, past the NOTE's end, a
+	 * REF to a REF, and a short one; a NOTE "end" */
+	{
+		static const int32_t lv[2] = {3, 0};
+		char note[100];
+		struct reel_ref ref = {.type = REEL_REC_NOTE,
+				       .head_len = 0,
+				       .block = 0,
+				       .index = 1,
+				       .off = 10,
+				       .len = 50};
+		struct reel_ref bad[7];
+
+		for (int i = 0; i < 100; i++)
+			note[i] = (char)('A' + i % 26);
+		ref.hash = reel_hash64(note + 10, 50);
+		for (int i = 0; i < 7; i++)
+			bad[i] = ref;
+		bad[0].index = 9;	    /* forward */
+		bad[1].hash ^= 1;	    /* wrong hash */
+		bad[2].index = 0;	    /* the LEVEL record */
+		bad[3].block = 5;	    /* no such block */
+		bad[4].len = 95;	    /* past the NOTE */
+		bad[5].index = 2;	    /* the good REF */
+		bad[6].type = REEL_REC_REF; /* stands for a REF */
+		n += put_raw(raw + n, REEL_REC_LEVEL, 1, lv, 8);
+		n += put_raw(raw + n, REEL_REC_NOTE, 1, note, 100);
+		n += put_raw(raw + n, REEL_REC_REF, 2, &ref, sizeof(ref));
+		for (int i = 0; i < 7; i++)
+			n += put_raw(raw + n, REEL_REC_REF, 3 + (uint64_t)i, &bad[i],
+				     sizeof(bad[i]));
+		n += put_raw(raw + n, REEL_REC_REF, 10, &ref, 20); /* short */
+		n += put_raw(raw + n, REEL_REC_NOTE, 11, "end", 3);
+		put("dedup_odd.reel", out, craft(out, sizeof(out), hdr, hlen, raw, n));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	char tmp[] = "/tmp/reel_gen.XXXXXX", path[256];
@@ -328,6 +422,7 @@ int main(int argc, char **argv)
 	put("coded.reel", one, olen);
 
 	level_files(tmp, good, hlen);
+	dedup_files(tmp, good, hlen);
 	free(one);
 	free(good);
 	snprintf(path, sizeof(path), "rm -rf '%s'", tmp);
