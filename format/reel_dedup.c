@@ -6,7 +6,11 @@
  * whose payload is dedup_min bytes or more (REF records aside) enters it in
  * file order, and the oldest leave while the payloads in it add up to more
  * than dedup_window bytes. Only the parts a caller offered as repeatable are
- * kept (a copy, to compare byte for byte) and found by their hash.
+ * kept (a copy, to compare byte for byte) and found by their hash. The
+ * copies live in one buffer of the window's size used as a ring (allocated
+ * once: a malloc and free per payload cost page faults, 16 times the copy
+ * into the block); an entry whose copy is in the way of a new one leaves
+ * early, which only makes the writer's references nearer than the rule.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,6 +82,8 @@ struct dd_ent {
 struct reel_dedup {
 	uint32_t min;
 	uint64_t window, held; /* held: sum of acct in the ring */
+	uint8_t *buf;	       /* the copies (bufcap bytes, NULL until the first) */
+	size_t bufcap, wp;     /* where the next copy goes */
 	struct dd_ent *ring;
 	size_t cap, head, n; /* ring of n entries from head (cap a power of 2) */
 	uint64_t seq0;	     /* sequence number of ring[head] */
@@ -94,6 +100,7 @@ struct reel_dedup *reel_dedup_new(uint32_t min, uint64_t window)
 		return NULL;
 	d->min = min < REEL_DEDUP_MIN_FLOOR ? REEL_DEDUP_MIN_FLOOR : min;
 	d->window = window ? window : REEL_DEDUP_DEFAULT_WINDOW;
+	d->bufcap = d->window < REEL_DEDUP_MAX_BUF ? (size_t)d->window : REEL_DEDUP_MAX_BUF;
 	d->cap = 256;
 	d->tabmask = 4095;
 	d->ring = calloc(d->cap, sizeof(*d->ring));
@@ -110,7 +117,6 @@ static void pop_oldest(struct reel_dedup *d)
 	struct dd_ent *e = &d->ring[d->head];
 
 	d->held -= e->acct;
-	free(e->copy);
 	e->copy = NULL;
 	d->head = (d->head + 1) & (d->cap - 1);
 	d->n--;
@@ -123,6 +129,7 @@ void reel_dedup_reset(struct reel_dedup *d)
 		return;
 	while (d->n)
 		pop_oldest(d);
+	d->wp = 0;
 	/* sequence numbers go on: the buckets' old ones are below seq0 */
 }
 
@@ -134,6 +141,7 @@ void reel_dedup_free(struct reel_dedup *d)
 		reel_dedup_reset(d);
 	free(d->ring);
 	free(d->tab);
+	free(d->buf);
 	free(d);
 }
 
@@ -200,6 +208,49 @@ static int grow(struct reel_dedup *d)
 	return 0;
 }
 
+/* The oldest entry with a copy, or NULL. */
+static const struct dd_ent *oldest_copy(const struct reel_dedup *d, size_t *k)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dd_ent *e = &d->ring[(d->head + i) & (d->cap - 1)];
+
+		if (e->copy) {
+			*k = i;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* Room for a copy of len bytes in the ring buffer: the entries whose copies
+ * are in the way leave (with those older than them). NULL: no buffer. */
+static uint8_t *ring_alloc(struct reel_dedup *d, uint32_t len)
+{
+	const struct dd_ent *e;
+	size_t at = d->wp, k;
+
+	if (len > d->bufcap)
+		return NULL;
+	if (!d->buf) {
+		d->buf = malloc(d->bufcap);
+		if (!d->buf)
+			return NULL;
+	}
+	if (d->bufcap - at < len) {
+		/* copies at or past wp are older than those before it */
+		while ((e = oldest_copy(d, &k)) && (size_t)(e->copy - d->buf) >= at)
+			for (size_t i = 0; i <= k; i++)
+				pop_oldest(d);
+		at = 0;
+	}
+	while ((e = oldest_copy(d, &k)) && (size_t)(e->copy - d->buf) < at + len &&
+	       at < (size_t)(e->copy - d->buf) + e->len)
+		for (size_t i = 0; i <= k; i++)
+			pop_oldest(d);
+	d->wp = at + len;
+	return d->buf + at;
+}
+
 void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint32_t index,
 		    const void *cand, uint32_t off, uint32_t len, uint64_t h)
 {
@@ -217,9 +268,13 @@ void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint3
 	e->block = block;
 	e->index = index;
 	if (cand && len) {
-		e->copy = malloc(len);
-		if (e->copy) {
-			memcpy(e->copy, cand, len);
+		/* the new entry does not count yet: ring_alloc may pop the oldest
+		 * (which leaves e where it is, at head + n) */
+		uint8_t *c = ring_alloc(d, len);
+
+		if (c) {
+			memcpy(c, cand, len);
+			e->copy = c;
 			e->hash = h;
 			e->off = off;
 			e->len = len;
