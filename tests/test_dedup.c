@@ -503,6 +503,49 @@ static void test_cut_and_damage(void **state)
 	free(buf);
 }
 
+/* Rotation: each file stands alone. The second file repeats the first's
+ * payloads: its first copy of each is stored, not a REF into the other. */
+static void test_rotate(void **state)
+{
+	static const uint32_t pat[] = {0, 1, 0, 1, 2};
+	char p1[256], p2[256];
+	struct rec recs[5];
+	int keep[5];
+	struct readback b;
+	uint8_t h[HEAD];
+	REEL_OPTS(reel_writer_opts, o, .threads = 0, .wait_when_full = true, .block_bytes = 8192,
+		  .allow_overwrite = true, .dedup_min = 2048);
+	struct reel_writer *w;
+
+	(void)state;
+	path_of("rot0.reel", p1, sizeof(p1));
+	path_of("rot1.reel", p2, sizeof(p2));
+	for (int i = 0; i < 5; i++)
+		recs[i] = (struct rec){pat[i], 100 + (uint64_t)i};
+	w = reel_writer__open(p1, &o);
+	assert_non_null(w);
+	for (int f = 0; f < 2; f++) {
+		for (int i = 0; i < 5; i++) {
+			head_of((uint32_t)i, h);
+			assert_int_equal(reel_writer__append_dedup(
+						 w, REEL_REC_SAMPLE, 0, (uint32_t)i % 3, recs[i].ts,
+						 h, HEAD, pays[recs[i].pay], pay_len[recs[i].pay]),
+					 0);
+		}
+		if (!f)
+			assert_int_equal(reel_writer__rotate(w, p2), 0);
+	}
+	assert_int_equal(reel_writer__close(w), 0);
+	all_kept(keep, 5);
+	read_file(p1, recs, keep, 5, &b);
+	assert_int_equal(b.records, 5);
+	assert_int_equal(b.refs, 2);
+	read_file(p2, recs, keep, 5, &b);
+	assert_int_equal(b.errors, 0);
+	assert_int_equal(b.records, 5);
+	assert_int_equal(b.refs, 2);
+}
+
 /* A REF record given to append2 is refused: REF records are the writer's. */
 static void test_refuse_ref(void **state)
 {
@@ -548,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_collision),      cmocka_unit_test(test_window),
 		cmocka_unit_test(test_pipe),	       cmocka_unit_test(test_slice),
 		cmocka_unit_test(test_cut_and_damage), cmocka_unit_test(test_refuse_ref),
+		cmocka_unit_test(test_rotate),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -102,7 +102,7 @@ static void run(const uint8_t *data, size_t size, bool no_index, bool keep_unkno
 		struct reel_reader_stats st;
 
 		reel_reader__stats(r, &st);
-		sink += st.blocks_ok + st.trailing_bytes;
+		sink += st.blocks_ok + st.trailing_bytes + st.refs + st.ref_bytes + st.refs_bad;
 	}
 	reel_reader__rewind(r);
 	rs[0] = r;
