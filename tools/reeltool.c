@@ -5,6 +5,7 @@
  * subcommands share: messages, opening inputs, creating outputs, filters.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "reeltool.h"
+#include "reel_abi.h"
 
 #ifndef REEL_VERSION
 #define REEL_VERSION "0"
@@ -202,6 +204,13 @@ int tool_create_output(struct tool_out *o, const char *out, bool force, const st
 		snprintf(o->tmp, len, "%s.reeltool-%ld.tmp", out, (long)getpid());
 		target = o->tmp;
 	}
+	/* a file whose repeated payloads were stored once stays so (FORMAT.md
+	 * 4.4), unless asked for a file older readers take */
+	if (h && h->dedup_min && !tool_expand_refs) {
+		wo.dedup_min = h->dedup_min;
+		wo.dedup_window =
+			h->dedup_window > UINT32_MAX ? UINT32_MAX : (uint32_t)h->dedup_window;
+	}
 	o->w = reel_writer__open(target, &wo);
 	if (!o->w) {
 		int err = errno;
@@ -248,8 +257,35 @@ int tool_finish_output(struct tool_out *o, bool failed)
 	return ret;
 }
 
+bool tool_expand_refs;
+
+/* How reelcap splits a record for reel_writer__append_dedup: the head's
+ * length (a DATA event's header, a FILL record's struct), or len when
+ * nothing after a head may repeat. */
+static uint32_t dedup_head(const struct reel_record *rec)
+{
+	const uint8_t *p = rec->data;
+	uint16_t kind;
+
+	if (rec->type == REEL_REC_SAMPLE && rec->len > sizeof(struct reel_ev_data)) {
+		memcpy(&kind, p + offsetof(struct reel_ev_hdr, kind), sizeof(kind));
+		if (kind == REEL_EV_DATA)
+			return sizeof(struct reel_ev_data);
+	}
+	if (rec->type == REEL_REC_FILL && rec->len > sizeof(struct reel_fill))
+		return sizeof(struct reel_fill);
+	return rec->len;
+}
+
 int tool_append(struct tool_out *o, const struct reel_record *rec)
 {
+	uint32_t head = dedup_head(rec);
+	const uint8_t *p = rec->data;
+
+	/* append_dedup appends as append2 when the writer's dedup is off */
+	if (head < rec->len)
+		return reel_writer__append_dedup(o->w, rec->type, rec->flags, rec->cpu, rec->ts_ns,
+						 p, head, p + head, rec->len - head);
 	return reel_writer__append(o->w, rec->type, rec->flags, rec->cpu, rec->ts_ns, rec->data,
 				   rec->len);
 }

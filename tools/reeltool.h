@@ -87,8 +87,11 @@ uint32_t tool_block_bytes(struct reel_reader *r);
  * an error) or on any error, removes what was written. Returns 0 or -1. */
 int tool_finish_output(struct tool_out *o, bool failed);
 
-/* Appends a record copied from a reader. Returns 0 or a negative errno. */
+/* Appends a record copied from a reader. Returns 0 or a negative errno. The
+ * output of an input whose repeated payloads were stored once (3.x) stores
+ * them once too (split as reelcap splits them), unless tool_expand_refs. */
 int tool_append(struct tool_out *o, const struct reel_record *rec);
+extern bool tool_expand_refs;
 
 /* Record filter used by cat and slice. */
 struct tool_filter {

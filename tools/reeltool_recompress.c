@@ -16,7 +16,7 @@
 #include "reeltool.h"
 
 static const char recompress_usage[] =
-	"usage: reeltool recompress [-f] [--level N] IN OUT\n"
+	"usage: reeltool recompress [-f] [--level N] [--no-dedup] IN OUT\n"
 	"\n"
 	"Writes every record of IN to a new file OUT (mode 0600), block for block, with\n"
 	"IN's header, its blocks compressed at zstd level N. For captures written at a\n"
@@ -25,6 +25,8 @@ static const char recompress_usage[] =
 	"OUT may not be IN.\n"
 	"\n"
 	"  --level N     zstd level, up to 22; negative for the fast ones (default 19)\n"
+	"  --no-dedup    store every payload: a 3.x file (repeated payloads stored once)\n"
+	"                becomes the 1.2/2.2 file older readers read\n"
 	"  -f, --force   replace OUT if it exists (when complete; never through a symlink)\n"
 	"  -h, --help    this help\n"
 	"\n"
@@ -88,10 +90,11 @@ static int parse_level(const char *s, int *level)
 
 int cmd_recompress(int argc, char **argv)
 {
-	enum { O_LEVEL = 256 };
+	enum { O_LEVEL = 256, O_NO_DEDUP };
 	static const struct option opts[] = {
 		{"force", no_argument, NULL, 'f'},
 		{"level", required_argument, NULL, O_LEVEL},
+		{"no-dedup", no_argument, NULL, O_NO_DEDUP},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -108,6 +111,9 @@ int cmd_recompress(int argc, char **argv)
 				tool_short_usage(recompress_usage);
 				return EXIT_USAGE;
 			}
+			break;
+		case O_NO_DEDUP:
+			tool_expand_refs = true;
 			break;
 		case 'h':
 			fputs(recompress_usage, stdout);
