@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,12 +222,15 @@ static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t 
 		     uint32_t alen, const void *b, uint32_t blen)
 {
 	if (type == REEL_REC_SAMPLE && !blen && alen > sizeof(struct reel_ev_data)) {
-		const struct reel_ev_hdr *h = a;
+		const uint8_t *p = a;
+		uint16_t kind;
 
-		if (h->kind == REEL_EV_DATA)
+		/* a perf sample's data is 4-byte aligned: no struct access */
+		memcpy(&kind, p + offsetof(struct reel_ev_hdr, kind), sizeof(kind));
+		if (kind == REEL_EV_DATA)
 			return reel_writer__append_dedup(
-				out->w, type, 0, cpu, ts, a, sizeof(struct reel_ev_data),
-				(const uint8_t *)a + sizeof(struct reel_ev_data),
+				out->w, type, 0, cpu, ts, p, sizeof(struct reel_ev_data),
+				p + sizeof(struct reel_ev_data),
 				alen - (uint32_t)sizeof(struct reel_ev_data));
 	}
 	if (type == REEL_REC_FILL && blen)
