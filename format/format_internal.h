@@ -268,7 +268,10 @@ void reel_level_after(struct reel_level *lv, int rung, size_t len, uint64_t comp
 /* Repeated payloads (reel_dedup.c, FORMAT.md 4.4): the writer's window. */
 #define REEL_DEDUP_MIN_FLOOR	  64u
 #define REEL_DEDUP_DEFAULT_WINDOW (32u << 20)
-#define REEL_DEDUP_MAX_BUF	  (256u << 20) /* copies kept at most */
+/* What a block's REF records may stand for, in all (FORMAT.md 4.4: readers
+ * take up to 64 MiB; this keeps a reader's blocks small). */
+#define REEL_DEDUP_BLOCK_XLEN (8u << 20)
+#define REEL_DEDUP_MAX_BUF    (256u << 20) /* copies kept at most */
 struct reel_dedup;
 struct reel_dedup_loc {
 	uint32_t block, index, off;

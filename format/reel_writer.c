@@ -665,19 +665,11 @@ static void emit_pending(struct reel_writer *w, uint64_t ts)
 		reel_owed_emit(&w->owed, ts, put_owed, w);
 }
 
-/* A repeatable part of the record being appended (append_dedup). */
-struct dd_cand {
-	uint64_t hash;
-};
-
-/* What a block's REF records may stand for, in all (FORMAT.md 4.4: readers
- * take up to 64 MiB; this keeps a reader's blocks small). */
-#define REEL_DEDUP_BLOCK_XLEN (8u << 20)
-
-/* append2's body. With cand (dedup on), b is the repeatable part. */
+/* append2's body. With hash (append_dedup), b is the repeatable part of
+ * that hash; xlen: the payload bytes a REF record stands for. */
 static int append_rec(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
 		      uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen,
-		      const struct dd_cand *cand, uint32_t xlen)
+		      const uint64_t *hash, uint32_t xlen)
 {
 	uint64_t len64 = (uint64_t)alen + blen;
 	struct wblock *cur;
@@ -712,8 +704,8 @@ static int append_rec(struct reel_writer *w, uint16_t type, uint16_t flags, uint
 	w->last_blk = w->blkno;
 	cur->xlen += xlen;
 	if (w->dd && type != REEL_REC_REF)
-		reel_dedup_add(w->dd, (uint32_t)len64, w->last_blk, w->last_idx, cand ? b : NULL,
-			       alen, blen, cand ? cand->hash : 0);
+		reel_dedup_add(w->dd, (uint32_t)len64, w->last_blk, w->last_idx, hash ? b : NULL,
+			       alen, blen, hash ? *hash : 0);
 	w->records++;
 	w->raw_bytes += REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64);
 	if (cur->len >= w->o.block_bytes)
@@ -736,8 +728,8 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 			      uint32_t blen)
 {
 	struct reel_dedup_loc loc;
-	struct dd_cand cand;
 	struct reel_ref ref;
+	uint64_t hash;
 	int err;
 
 	if (!w || !w->dd || blen < reel_dedup_min(w->dd) || (alen && !a) || !b ||
@@ -745,16 +737,16 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
 	if ((uint64_t)alen + blen > REEL_REC_MAX_PAYLOAD)
 		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
-	cand.hash = reel_hash64(b, blen);
-	if (!reel_dedup_find(w->dd, b, blen, cand.hash, &loc))
-		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &cand, 0);
+	hash = reel_hash64(b, blen);
+	if (!reel_dedup_find(w->dd, b, blen, hash, &loc))
+		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &hash, 0);
 	ref = (struct reel_ref){.type = type,
 				.head_len = alen,
 				.block = loc.block,
 				.index = loc.index,
 				.off = loc.off,
 				.len = blen,
-				.hash = cand.hash};
+				.hash = hash};
 	err = append_rec(w, REEL_REC_REF, flags, cpu, ts_ns, &ref, sizeof(ref), a, alen, NULL,
 			 blen);
 	if (!err) {
