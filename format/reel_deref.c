@@ -171,33 +171,31 @@ static uint64_t ref_len(const uint8_t *h, struct reel_ref *ref)
 	return x;
 }
 
-static int grow(uint8_t **buf, size_t *cap, size_t need)
+/* d->xbuf holds at least need bytes (grown by doubling). */
+static int ensure(struct reel_deref *d, size_t need)
 {
+	size_t cap = d->xcap ? d->xcap : 65536;
 	uint8_t *n;
 
-	if (need <= *cap)
+	if (need <= d->xcap)
 		return 0;
-	n = realloc(*buf, need);
+	while (cap < need)
+		cap *= 2;
+	n = realloc(d->xbuf, cap);
 	if (!n)
 		return -ENOMEM;
-	*buf = n;
-	*cap = need;
+	d->xbuf = n;
+	d->xcap = cap;
 	return 0;
 }
-
-/* First pass: record offsets, and the size of the expanded block (REF
- * records that cannot expand counted as they are). */
-static int plan(struct reel_deref *d, const uint8_t *buf, size_t len, uint32_t *nrec, uint64_t *out)
+/* First pass: the offsets of the block's records, by number. */
+static int plan(struct reel_deref *d, const uint8_t *buf, size_t len, uint32_t *nrec)
 {
 	size_t off = 0;
 	uint32_t n = 0;
 
-	*out = 0;
 	while (off < len) {
-		const uint8_t *h = buf + off;
-		uint32_t rl = rd32(h + 4);
-		struct reel_ref ref;
-		uint64_t x;
+		uint32_t rl = rd32(buf + off + 4);
 
 		if (n == d->offs_cap) {
 			size_t nc = d->offs_cap ? d->offs_cap * 2 : 1024;
@@ -209,8 +207,6 @@ static int plan(struct reel_deref *d, const uint8_t *buf, size_t len, uint32_t *
 			d->offs_cap = nc;
 		}
 		d->offs[n++] = off;
-		x = rd16(h) == REEL_REC_REF ? ref_len(h, &ref) : 0;
-		*out += REEL_REC_HDR_SIZE + reel_pad8(x ? (uint32_t)x : rl);
 		off += REEL_REC_HDR_SIZE + reel_pad8(rl);
 	}
 	*nrec = n;
@@ -226,10 +222,14 @@ static bool put_one(struct reel_reader *r, struct reel_deref *d, const struct rf
 	struct reel_ref ref;
 	const uint8_t *src;
 	uint64_t x;
-	uint8_t *p = d->xbuf + *o;
+	uint8_t *p;
 
 	if (rd16(h) != REEL_REC_REF) {
-		memcpy(p, h, REEL_REC_HDR_SIZE + reel_pad8(rl));
+		if (ensure(d, *o + REEL_REC_HDR_SIZE + reel_pad8(rl))) {
+			*why = "out of memory";
+			return false;
+		}
+		memcpy(d->xbuf + *o, h, REEL_REC_HDR_SIZE + reel_pad8(rl));
 		*o += REEL_REC_HDR_SIZE + reel_pad8(rl);
 		return true;
 	}
@@ -245,6 +245,13 @@ static bool put_one(struct reel_reader *r, struct reel_deref *d, const struct rf
 	src = resolve(r, d, h, f->block, i, &ref, why);
 	if (!src)
 		return false;
+	/* grown as the records resolve: what a REF claims is not believed
+	 * before its target is found */
+	if (ensure(d, *o + REEL_REC_HDR_SIZE + reel_pad8((uint32_t)x))) {
+		*why = "out of memory";
+		return false;
+	}
+	p = d->xbuf + *o;
 	*budget -= x;
 	memcpy(p, h, REEL_REC_HDR_SIZE);
 	wr16(p, ref.type);
@@ -261,7 +268,8 @@ static bool put_one(struct reel_reader *r, struct reel_deref *d, const struct rf
 int reel_deref_block(struct reel_reader *r, const struct rframe *f)
 {
 	struct reel_deref *d = r->deref;
-	uint64_t out, budget = REEL_MAX_BLOCK_RAW;
+	uint64_t budget = REEL_MAX_BLOCK_RAW;
+	size_t cap;
 	uint32_t nrec, bad = 0, first_bad = 0;
 	const char *why = NULL;
 	size_t off, o = 0;
@@ -278,12 +286,7 @@ int reel_deref_block(struct reel_reader *r, const struct rframe *f)
 		if (!d)
 			goto nomem;
 	}
-	if (plan(d, r->buf, r->blen, &nrec, &out))
-		goto nomem;
-	/* what put_one can write: the records as they are, plus the budget */
-	if (out > r->blen + budget)
-		out = r->blen + budget;
-	if (grow(&d->xbuf, &d->xcap, out > r->blen ? out : r->blen))
+	if (plan(d, r->buf, r->blen, &nrec) || ensure(d, r->blen))
 		goto nomem;
 	for (uint32_t i = 0; i < nrec; i++) {
 		const char *w = NULL;
@@ -298,9 +301,9 @@ int reel_deref_block(struct reel_reader *r, const struct rframe *f)
 	tmp = r->buf;
 	r->buf = d->xbuf;
 	d->xbuf = tmp;
-	out = r->bufcap;
+	cap = r->bufcap;
 	r->bufcap = d->xcap;
-	d->xcap = out;
+	d->xcap = cap;
 	r->blen = o;
 	r->roff = 0;
 	if (!bad)
