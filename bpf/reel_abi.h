@@ -147,6 +147,10 @@ enum reel_syscall {
  * (io_uring: inline, its workers, task work), seen by the sock tracepoints; syscall
  * IO_URING. */
 #define REEL_DATAF_URING 0x100
+/* With TRUNCATED and cap_len 0: received TCP bytes not copied because the
+ * peer socket, traced too, put the same stream positions of its egress in
+ * the file whole (bpf/ABI.md, "TWIN"); replay takes them from there. */
+#define REEL_DATAF_TWIN 0x200
 
 /*
  * DATA: one chunk of a syscall's payload. A syscall that moved N bytes yields

@@ -232,7 +232,8 @@ struct walk_state {
 	__u32 cpu;
 	__u32 tls;     /* a uprobe program's walk (tls_scratch) */
 	__u32 trailer; /* bytes after the header that are not payload (FILE_REF) */
-	__u32 pad;
+	__u32 lossy;   /* a chunk of the message went without its bytes or not at all */
+	__u64 skip;    /* bytes at the message's start the walk leaves out (TWIN) */
 };
 
 /* Twice the largest chunk, so that "fill < CHUNK_MAX plus a read of at
@@ -310,9 +311,13 @@ static __always_inline void flush_chunk(void *ctx, struct scratch *s, __u64 len,
 		s->ev.tcp_seq = st->seq_end - (__u32)(st->total - st->chunk_off);
 	s->ev.chunk = st->chunk;
 	s->ev.hdr.size = sizeof(struct reel_ev_data) + cap + st->trailer;
-	output_acct(ctx, &s->ev,
-		    sizeof(struct reel_ev_data) + ((cap + st->trailer) & (R_DATA_BUF - 1)),
-		    st->tls);
+	/* a TWIN chunk's bytes are in the file (the peer's): not a loss */
+	if (output_acct(ctx, &s->ev,
+			sizeof(struct reel_ev_data) + ((cap + st->trailer) & (R_DATA_BUF - 1)),
+			st->tls) ||
+	    ((s->ev.flags & (REEL_DATAF_TRUNCATED | REEL_DATAF_FAULT | REEL_DATAF_LENGTH_ONLY)) &&
+	     !(s->ev.flags & REEL_DATAF_TWIN)))
+		st->lossy = 1;
 	s->ev.flags &= ~(st->chunk_flags | flags);
 	st->chunk_flags = 0;
 	st->chunk++;
@@ -380,6 +385,14 @@ static long walk_step(__u32 i, void *arg)
 			len = st->buflen;
 		}
 		st->seg_idx++;
+		if (st->skip) {
+			/* the TWIN prefix: bytes the peer's chunks hold */
+			__u64 k = st->skip < len ? st->skip : len;
+
+			base += k;
+			len -= k;
+			st->skip -= k;
+		}
 		left = st->budget - st->off;
 		st->seg_base = base;
 		st->seg_left = len < left ? len : left;
@@ -425,6 +438,7 @@ struct msg_desc {
 	__u32 flags; /* REEL_DATAF_* for every chunk */
 	__u32 call_len;
 	__u32 seq_end; /* TCP seq one past this message (if has_seq) */
+	__u64 twin;    /* bytes at its start the traced peer holds (reel_twin.bpf.h) */
 	__u16 msg;
 	__u8 has_seq;
 	__u8 has_peer;
@@ -442,7 +456,8 @@ struct emit_conn {
 };
 
 /* Emits one message (a call's bytes, or one message of sendmmsg/recvmmsg)
- * as DATA chunks. A global function: the verifier walks it once per program
+ * as DATA chunks; returns 1 when every byte of it went into the ring (for
+ * reel_twin.bpf.h), else 0. A global function: the verifier walks it once per program
  * (its pointers as memory of their types' sizes, ctx as the program's
  * context), not once per call site and caller state. */
 __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emit_conn *ec,
@@ -497,15 +512,25 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 		flush_chunk(ctx, s, m->total, 0, 0);
 		return 0;
 	}
+	if (m->twin) {
+		/* the peer's chunks hold the first m->twin bytes: one TWIN
+		 * chunk for them, then the rest as usual (snaplen is 0) */
+		st->skip = m->twin < m->total ? m->twin : m->total;
+		flush_chunk(ctx, s, st->skip, 0, REEL_DATAF_TWIN | REEL_DATAF_TRUNCATED);
+		st->off = st->skip;
+		if (st->skip == m->total)
+			return !st->lossy;
+	}
 	st->snap_end = m->total;
 	if (snaplen && st->snap_end > snaplen)
 		st->snap_end = snaplen;
 	fill = ring_fill(st->cpu);
-	cap = ovl_cap(fill, st->snap_end);
-	st->budget = st->snap_end < cap ? st->snap_end : cap;
+	cap = ovl_cap(fill, st->snap_end - st->skip);
+	st->budget = st->snap_end - st->skip < cap ? st->snap_end : st->skip + cap;
 	/* fast path, the common case: one flat buffer that fits one chunk */
 	room = fill_room(fill, true);
-	if (!m->is_iov && m->total == st->budget && m->total <= room && m->buflen >= m->total) {
+	if (!m->is_iov && !st->skip && m->total == st->budget && m->total <= room &&
+	    m->buflen >= m->total) {
 		__u64 n = m->total;
 
 		barrier_var(n);
@@ -515,7 +540,7 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 		if (bpf_probe_read_user(s->data, n, (void *)m->buf))
 			st->chunk_flags |= REEL_DATAF_FAULT;
 		flush_chunk(ctx, s, n, n, 0);
-		return 0;
+		return !st->lossy;
 	}
 	if (m->is_iov && st->budget) {
 		/* every iovec in one read: each bpf_probe_read_user costs ~90 ns
@@ -533,7 +558,7 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 	steps = st->nseg + st->budget / 256 + 4;
 	bpf_loop(steps < (1U << 23) ? steps : (1U << 23), walk_step, &lc, 0);
 	walk_finish(ctx, s);
-	return 0;
+	return !st->lossy;
 }
 
 #endif /* REEL_EMIT_BPF_H */

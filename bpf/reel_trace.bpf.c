@@ -70,13 +70,15 @@ struct {
 struct conn_state {
 	__u64 ino;
 	__u64 sk;
-	__u64 pos[2];	  /* stream position per reel_dir */
-	__u64 tls_pos[2]; /* TLS plaintext stream position per reel_dir */
-	__s32 fd;	  /* as reported (-1: no fd) */
+	__u64 pos[2];	    /* stream position per reel_dir */
+	__u64 tls_pos[2];   /* TLS plaintext stream position per reel_dir */
+	__u64 twin_end[2];  /* twin: bytes in the file whole up to here, per reel_dir */
+	__u64 twin_hole[2]; /* twin: end of the last message not whole, per reel_dir */
+	__s32 fd;	    /* as reported (-1: no fd) */
 	__u8 l4;
 	__u8 family;
 	__u8 role;
-	__u8 pad;
+	__u8 twin; /* registered in twins (reel_twin.bpf.h) */
 };
 
 struct {
@@ -85,6 +87,8 @@ struct {
 	__type(key, __u64);
 	__type(value, struct conn_state);
 } conns SEC(".maps");
+
+#include "reel_twin.bpf.h"
 
 /* The arguments of the call ending now, read at sys_exit from the thread's
  * saved user registers (see call_args). */
@@ -347,10 +351,13 @@ static __always_inline struct conn_state *conn_get_key(void *ctx, __u64 key, __u
 	n.l4 = si->l4;
 	n.family = si->family;
 	n.role = role;
+	n.twin = twin_eligible(si, role);
 	if (bpf_map_update_elem(&conns, &key, &n, BPF_ANY)) {
 		kstat_inc(RS_CONNS_FULL);
 		return NULL;
 	}
+	if (n.twin)
+		twin_register(key, si);
 	emit_open(ctx, tgid, fd, &n, role, sys, ret);
 	return bpf_map_lookup_elem(&conns, &key);
 }
@@ -397,6 +404,7 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 	struct scratch *s;
 	struct msg_desc m = {};
 	struct emit_conn ec;
+	int whole;
 
 	if (ret <= 0)
 		return 0;
@@ -455,8 +463,11 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 	}
 	/* reserve the byte range atomically: threads may share the socket */
 	m.pos = __sync_fetch_and_add(&c->pos[a.dir & 1], m.total);
+	if (c->twin && !m.flags)
+		m.twin = twin_covered(&a.si, a.dir, m.pos, m.total);
 	emit_conn_of(&ec, &a, c);
-	emit_msg(ctx, s, &ec, &m);
+	whole = emit_msg(ctx, s, &ec, &m);
+	twin_moved(c, a.dir, m.pos, m.total, whole);
 	return 0;
 }
 

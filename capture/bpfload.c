@@ -42,6 +42,7 @@ int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool p
 	ro->snaplen = o->snaplen;
 	/* 0 turns the overload control off (bpf/ABI.md "Overload") */
 	ro->ring_bytes = o->no_overload_cut ? 0 : (uint64_t)o->ring_pages * sysconf(_SC_PAGESIZE);
+	ro->twin_on = !o->no_twin;
 	ro->filter_pids = pid_filter;
 	if (o->has_comm) {
 		ro->filter_comm = 1;

@@ -68,6 +68,9 @@ static void usage(FILE *f)
 		"                         reads them from the file sent, if it is unchanged)\n"
 		"      --no-overload-cut  never cut calls short when a ring fills: whole events\n"
 		"                         are lost instead (LOST records; for loss tests)\n"
+		"      --no-twin          copy received TCP bytes even when the sending socket is\n"
+		"                         traced too (by default they are stored once, at the\n"
+		"                         sender; bpf/ABI.md \"TWIN\")\n"
 		"  -q, --quiet            no informational messages\n"
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
@@ -153,6 +156,7 @@ enum {
 	OPT_NO_DEDUP,
 	OPT_NO_FILE_FILL,
 	OPT_NO_OVERLOAD_CUT,
+	OPT_NO_TWIN,
 	OPT_LIBSSL,
 	OPT_DRAIN_NICE,
 	OPT_DRAIN_RT,
@@ -180,6 +184,7 @@ static const struct option long_opts[] = {
 	{"no-dedup", no_argument, NULL, OPT_NO_DEDUP},
 	{"no-file-fill", no_argument, NULL, OPT_NO_FILE_FILL},
 	{"no-overload-cut", no_argument, NULL, OPT_NO_OVERLOAD_CUT},
+	{"no-twin", no_argument, NULL, OPT_NO_TWIN},
 	{"libssl", required_argument, NULL, OPT_LIBSSL},
 	{"drain-nice", required_argument, NULL, OPT_DRAIN_NICE},
 	{"drain-rt", required_argument, NULL, OPT_DRAIN_RT},
@@ -330,6 +335,9 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case OPT_NO_OVERLOAD_CUT:
 			o->no_overload_cut = true;
+			break;
+		case OPT_NO_TWIN:
+			o->no_twin = true;
 			break;
 		case OPT_NO_TLS:
 			o->no_tls = true;

@@ -62,6 +62,7 @@ struct cap_opts {
 	bool no_tls;	      /* --no-tls: TLS objects found and reported, not hooked */
 	bool no_file_fill;    /* --no-file-fill: sendfile bodies stay length-only */
 	bool no_overload_cut; /* --no-overload-cut: a full ring loses whole events */
+	bool no_twin;	      /* --no-twin: receivers copy bytes a traced peer sent */
 	const char *libssl;   /* --libssl PATH: also examine this object at start */
 	int nice;	      /* --drain-nice: the drain thread's nice value */
 	int rt_prio;	      /* --drain-rt: its SCHED_FIFO priority (0: none) */

@@ -178,6 +178,7 @@ a_round() {
 	off) ;;
 	floor) start_reelcap "$W/a_floor.reel" $(floor_args "$scope") || return 1 ;;
 	full) start_reelcap "$W/a_full.reel" $(scope_args "$scope") || return 1 ;;
+	notwin) start_reelcap "$W/a_full.reel" $(scope_args "$scope") --no-twin || return 1 ;;
 	perf) start_perf "$W/a_perf.data" "$scope" || return 0 ;;
 	tcpdump) start_tcpdump "$A_PCAP" || return 0 ;;
 	esac
@@ -201,7 +202,7 @@ a_round() {
 		'BEGIN {if (r > 0) printf "%.2f", (w + n/hz) / r * 1e6; else print "nan"}')"
 	case "$kind" in
 	floor) a_full_figures "$W/a_floor.reel" "$k" ;;
-	full) a_full_figures "$W/a_full.reel" "$k" ;;
+	full | notwin) a_full_figures "$W/a_full.reel" "$k" ;;
 	perf) a_perf_figures "$k" ;;
 	tcpdump) a_tcpdump_figures "$k" "$A_PCAP" ;;
 	esac
@@ -226,7 +227,7 @@ a_variants() {
 	for s in $A_SCOPES; do
 		for r in $A_REFS full; do
 			case "$r" in
-			floor | perf | full) echo "$r.$s" ;;
+			floor | perf | full | notwin) echo "$r.$s" ;;
 			esac
 		done
 	done
@@ -239,6 +240,7 @@ a_label() {
 	off) echo "untraced" ;;
 	floor.*) echo "  attach floor ($(floor_args "${1#*.}"))" ;;
 	full.*) echo "  reelcap, full capture" ;;
+	notwin.*) echo "  reelcap, full capture, --no-twin" ;;
 	perf.*) echo "  perf record -z, same hooks" ;;
 	tcpdump) echo "tcpdump -i lo -w, tcp port $port" ;;
 	esac
@@ -294,7 +296,7 @@ a_table() {
 		minmax=$(tr ' ' '\n' <<<"${A_RATIO[$k]}" | awk 'NF {if (n++ == 0 || $1 < lo) lo = $1; if ($1 > hi) hi = $1}
 			END {printf "%.3f-%.3f", lo, hi}')
 		case "$v" in
-		floor.* | full.*)
+		floor.* | full.* | notwin.*)
 			lost=${A_LOST[$k]:-0} drop=${A_DROP[$k]:-0} cut=${A_CUT[$k]:-0}
 			A_MISS[$k]=$((${A_GAP[$k]:-0} + ${A_CUT[$k]:-0}))
 			miss=${A_MISS[$k]}
