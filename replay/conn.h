@@ -26,6 +26,14 @@ enum conn_end {
 	CONN_END_CAPTURE,   /* still open when the input ended */
 };
 
+/* A window of the stream bytes one end captured in one direction (twin.c):
+ * stream positions [base, base + len) at buf + off. */
+struct twin_keep {
+	uint8_t *buf;
+	size_t off, len, cap;
+	uint64_t base;
+};
+
 struct conn {
 	struct conn *hnext;	  /* hash chain */
 	struct conn *prev, *next; /* open connections, oldest first */
@@ -120,6 +128,9 @@ struct conn {
 	char peer_comm[REEL_COMM_LEN];
 	uint32_t tbucket; /* its bucket there (the tuple may change after) */
 	bool in_tindex, mirror, l7_off;
+	/* TWIN (twin.c): the bytes this end captured, per direction, for its
+	 * peer's TWIN chunks; the windows of a peer that went before it */
+	struct twin_keep keep[2], peer_keep[2];
 };
 
 /*

@@ -229,7 +229,10 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	if ((unsigned)why < sizeof(p->tot.hole_bytes_by) / sizeof(p->tot.hole_bytes_by[0]))
 		p->tot.hole_bytes_by[why] += len;
 	/* (io_uring's length-only holes count as length-only in a txn) */
-	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING ? REASM_HOLE_LENONLY : why));
+	/* (and a TWIN chunk's bytes lost at the peer as lost) */
+	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING  ? REASM_HOLE_LENONLY
+					      : why == REASM_HOLE_TWIN ? REASM_HOLE_GAP
+								       : why));
 	reel_sb_init(&sb, buf, sizeof(buf));
 	if (c->fl->note[dir]) {
 		reel_sb_puts(&sb, c->fl->note[dir]);
@@ -273,6 +276,10 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		break;
 	case REASM_HOLE_URING:
 		reel_sb_puts(&sb, "moved by io_uring outside the data syscalls: length only");
+		break;
+	case REASM_HOLE_TWIN:
+		reel_sb_puts(&sb,
+			     "copied only at the other traced end (TWIN), whose chunk was lost");
 		break;
 	case REASM_HOLE_MAX:
 		break;

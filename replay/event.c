@@ -398,8 +398,8 @@ static const struct {
 	{REEL_DATAF_TRUNCATED, "trunc"},   {REEL_DATAF_LENGTH_ONLY, "length-only"},
 	{REEL_DATAF_TLS, "tls"},	   {REEL_DATAF_HAS_PEER, "peer"},
 	{REEL_DATAF_HAS_SEQ, "seq"},	   {REEL_DATAF_FAULT, "fault"},
-	{REEL_DATAF_OVERLOAD, "overload"}, {REEL_DATAF_FILE_REF, "file"},
-	{REEL_DATAF_URING, "uring"},
+	{REEL_DATAF_OVERLOAD, "overload"}, {REEL_DATAF_TWIN, "twin"},
+	{REEL_DATAF_FILE_REF, "file"},	   {REEL_DATAF_URING, "uring"},
 };
 
 static void put_time(struct reel_sb *sb, uint64_t ts, uint64_t t0)

@@ -58,6 +58,7 @@ static void conn_release(struct reel_pipeline *p, struct conn *c)
 	reel_ct_remove(&p->ct, c);
 	reel_reasm_free(&c->rs[0]);
 	reel_reasm_free(&c->rs[1]);
+	reel_twin_free(c);
 	free(c);
 }
 

@@ -93,6 +93,7 @@ void reel_mirror_unlink(struct conn *c)
 		o->proto = c->proto;
 	if (c->l7_off && c->proto == REEL_PROTO_UNKNOWN)
 		c->proto = o->proto;
+	reel_twin_unlink(c, o);
 	o->twin = NULL;
 	c->twin = NULL;
 }

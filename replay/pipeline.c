@@ -122,6 +122,13 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	 * them went by as orphans.)
 	 */
 	reel_reasm_release(&c->rs[!d->dir], ch.ts, !d->dir, &reel_rs_ops, c);
+	/* both ends traced: the bytes kept for the peer's TWIN chunks, or
+	 * taken from the peer's (twin.c) */
+	if (d->flags & REEL_DATAF_TWIN)
+		reel_twin_fill(c, d->dir, &ch);
+	else
+		reel_twin_keep(c, d->dir, &ch);
+	reel_twin_trim(c, d->dir, ch.pos + ch.len);
 	/* a sendfile chunk waits for its FILL records (fill.c); any other
 	 * chunk first lets a waiting one go as it is */
 	if (c->fill[d->dir].on || (d->flags & REEL_DATAF_FILE_REF)) {

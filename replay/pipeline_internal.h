@@ -254,6 +254,21 @@ void reel_fill_release(struct conn *c, int dir);
 void reel_on_fill(struct reel_pipeline *p, const struct reel_event *ev);
 
 /* ------------------------------------------------------------------ */
+/* twin.c                                                              */
+
+/* Keeps the bytes a chunk of c captured in dir, for the peer's TWIN chunks. */
+void reel_twin_keep(struct conn *c, int dir, const struct reasm_chunk *ch);
+/* A TWIN chunk of c in dir: its bytes from the peer's window (cap set, the
+ * flags cleared when all of them were there). */
+void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch);
+/* c reached `upto` in dir: the peer's window in the other direction drops
+ * the bytes before it. */
+void reel_twin_trim(struct conn *c, int dir, uint64_t upto);
+/* The two ends unlink: `staying` inherits the windows of `going`. */
+void reel_twin_unlink(struct conn *going, struct conn *staying);
+void reel_twin_free(struct conn *c);
+
+/* ------------------------------------------------------------------ */
 /* lifecycle.c                                                         */
 
 /* conn_get's miss: a new connection (ending one on the same fd). */

@@ -38,6 +38,8 @@ static enum reasm_why tail_why(uint32_t flags)
 		return REASM_HOLE_FILE;
 	if (flags & REEL_DATAF_URING)
 		return REASM_HOLE_URING;
+	if (flags & REEL_DATAF_TWIN)
+		return REASM_HOLE_TWIN;
 	if (flags & REEL_DATAF_LENGTH_ONLY)
 		return REASM_HOLE_LENONLY;
 	if (flags & REEL_DATAF_OVERLOAD)

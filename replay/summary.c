@@ -218,10 +218,12 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 			[REASM_HOLE_URING] = "io_uring length only",
 			[REASM_HOLE_FAULT] = "unreadable",
 			[REASM_HOLE_CLOSE] = "at close",
+			[REASM_HOLE_TWIN] = "lost at the traced peer (TWIN)",
 		};
 		static const int order[] = {
-			REASM_HOLE_GAP,	 REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC, REASM_HOLE_LENONLY,
-			REASM_HOLE_FILE, REASM_HOLE_URING,    REASM_HOLE_FAULT, REASM_HOLE_CLOSE};
+			REASM_HOLE_GAP,	    REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC,
+			REASM_HOLE_LENONLY, REASM_HOLE_FILE,	 REASM_HOLE_URING,
+			REASM_HOLE_FAULT,   REASM_HOLE_CLOSE,	 REASM_HOLE_TWIN};
 		const char *sep = "missing bytes by cause: ";
 
 		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -236,6 +238,9 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 	if (t->filled_bytes)
 		fprintf(f, "sendfile bytes read back from their files: %" PRIu64 "\n",
 			t->filled_bytes);
+	if (t->twin_bytes)
+		fprintf(f, "bytes taken from the other traced end (TWIN): %" PRIu64 "\n",
+			t->twin_bytes);
 	fprintf(f,
 		"LOST %" PRIu64 " samples (%" PRIu64 " records), DROP %" PRIu64
 		" records / %" PRIu64 " bytes (%" PRIu64 " records), damaged blocks %" PRIu64

@@ -24,6 +24,7 @@ struct reel_summary_totals {
 	 * the capture read back from their files (FILL records) */
 	uint64_t hole_bytes_by[12];
 	uint64_t filled_bytes;
+	uint64_t twin_bytes; /* TWIN chunks' bytes taken from the peer's (twin.c) */
 	uint64_t lost_samples, lost_records, dropped_records, dropped_bytes, drop_records;
 	uint64_t damaged_blocks, filtered, reorder_forced;
 	uint64_t first_real_ns, last_real_ns;

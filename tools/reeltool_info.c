@@ -55,6 +55,7 @@ struct info_acc {
 	uint64_t bad_payloads; /* LOST/DROP records too short to read */
 	/* DATA chunks: bytes moved, captured, and not captured by cause */
 	uint64_t moved, captured, snap_cut, overload_cut, length_only, fault;
+	uint64_t twin;		     /* TWIN: copied at the other traced end, not missing */
 	uint64_t filled, fill_holes; /* FILL records: bytes read back, or left holes */
 	bool have_ts;
 	uint64_t ts_min, ts_max;
@@ -134,7 +135,9 @@ static void account_payload(struct info_acc *a, const struct reel_record *rec)
 	cut = d->len - d->cap_len;
 	a->moved += d->len;
 	a->captured += d->cap_len;
-	if (d->flags & REEL_DATAF_LENGTH_ONLY)
+	if (d->flags & REEL_DATAF_TWIN)
+		a->twin += cut;
+	else if (d->flags & REEL_DATAF_LENGTH_ONLY)
 		a->length_only += cut;
 	else if (d->flags & REEL_DATAF_OVERLOAD)
 		a->overload_cut += cut;
@@ -295,6 +298,9 @@ static void print_text(const char *path, const struct reel_header *h, const stru
 	       (unsigned long long)a->fill_holes);
 	if (a->fault)
 		printf("  %-14s %llu bytes\n", "unreadable", (unsigned long long)a->fault);
+	if (a->twin)
+		printf("  %-14s %llu bytes (captured at the other traced end: TWIN)\n", "twin",
+		       (unsigned long long)a->twin);
 	if (a->bad_payloads)
 		printf("short LOST/DROP: %llu records too short to read\n",
 		       (unsigned long long)a->bad_payloads);
@@ -406,6 +412,7 @@ static void print_json(const char *path, struct reel_reader *r, const struct inf
 	json_u64("file_filled_bytes", a->filled, true);
 	json_u64("file_fill_hole_bytes", a->fill_holes, true);
 	json_u64("unreadable_bytes", a->fault, true);
+	json_u64("twin_bytes", a->twin, true);
 	json_u64("short_payloads", a->bad_payloads, true);
 	tool_tls_print_json(a->tls);
 	json_u64("blocks", st->blocks_ok, true);
