@@ -10,6 +10,10 @@
  * With -w (whole calls), every byte but those of length-only chunks
  * (sendfile, splice) must be captured: no TRUNCATED chunk, snaplen's or
  * the overload control's.
+ * Both ends traced: a TWIN chunk (no payload: the other end captured those
+ * stream positions, bpf/ABI.md "TWIN") is not a cut; the other end's chunks
+ * in the opposite direction must hold every one of its bytes, captured and
+ * compared (without -l, or when no LOST record exists).
  *
  * Exit 0 when all holds, 1 on a mismatch, 2 on a usage or I/O error.
  */
@@ -39,6 +43,7 @@ struct stream {
 	uint64_t compared, mismatched_chunks, length_only, truncated;
 	uint64_t cut; /* truncated bytes of chunks that are not length-only */
 	uint64_t overload;
+	uint64_t twin; /* bytes of TWIN chunks */
 	bool has_seq_base;
 	uint32_t seq_base; /* tcp_seq - stream_pos: the same for every chunk of a stream */
 	uint64_t seq_bad;
@@ -223,11 +228,14 @@ static void on_data(const uint8_t *p, uint32_t len)
 	} else if (expect_l4(c) == REEL_L4_TCP) {
 		errorf(c, "DATA on TCP without HAS_SEQ");
 	}
-	if (ev.flags & REEL_DATAF_LENGTH_ONLY)
+	if (ev.flags & REEL_DATAF_TWIN)
+		s->twin += ev.len;
+	else if (ev.flags & REEL_DATAF_LENGTH_ONLY)
 		s->length_only += ev.len;
-	if (ev.flags & REEL_DATAF_TRUNCATED)
+	if ((ev.flags & REEL_DATAF_TRUNCATED) && !(ev.flags & REEL_DATAF_TWIN))
 		s->truncated += ev.len - ev.cap_len;
-	if ((ev.flags & REEL_DATAF_TRUNCATED) && !(ev.flags & REEL_DATAF_LENGTH_ONLY))
+	if ((ev.flags & REEL_DATAF_TRUNCATED) &&
+	    !(ev.flags & (REEL_DATAF_LENGTH_ONLY | REEL_DATAF_TWIN)))
 		s->cut += ev.len - ev.cap_len;
 	if (ev.flags & REEL_DATAF_OVERLOAD)
 		s->overload += ev.len;
@@ -297,6 +305,37 @@ static void on_close(const uint8_t *p, uint32_t len)
 	c->close_tot[side][REEL_DIR_INGRESS] = ev.bytes_ingress;
 }
 
+/* Bytes of the TWIN chunks of `s` (sorted) that the peer's stream `o`
+ * (sorted: the other end, the other direction) did not capture. */
+static uint64_t twin_uncovered(const struct stream *s, const struct stream *o)
+{
+	uint64_t miss = 0;
+	size_t j = 0;
+
+	for (size_t k = 0; k < s->n; k++) {
+		uint64_t at, end;
+
+		if (!(s->v[k].flags & REEL_DATAF_TWIN))
+			continue;
+		at = s->v[k].pos;
+		end = at + s->v[k].len;
+		while (j < o->n && o->v[j].pos + o->v[j].len <= at)
+			j++;
+		for (size_t i = j; i < o->n && at < end && o->v[i].pos <= at; i++) {
+			const struct ival *v = &o->v[i];
+
+			/* captured bytes of the peer's chunk: its first cap */
+			if (v->pos + v->cap > at &&
+			    !(v->flags & (REEL_DATAF_FAULT | REEL_DATAF_TWIN)))
+				at = v->pos + v->cap < end ? v->pos + v->cap : end;
+			else
+				break;
+		}
+		miss += end - at;
+	}
+	return miss;
+}
+
 static int cmp_ival(const void *a, const void *b)
 {
 	const struct ival *x = a, *y = b;
@@ -310,7 +349,8 @@ int main(int argc, char **argv)
 	struct reel_reader *r;
 	struct reel_record rec;
 	uint64_t lost_rec[1024] = {}, lost_stats[1024] = {}, nlost = 0, samples = 0;
-	uint64_t compared = 0, holes = 0, hole_bytes = 0, bad = 0, stats_seen = 0, cut = 0, ovl = 0;
+	uint64_t compared = 0, holes = 0, hole_bytes = 0, bad = 0, stats_seen = 0, cut = 0, ovl = 0,
+		 twin = 0;
 	int c, rc, fails = 0;
 
 	while ((c = getopt(argc, argv, "lvw")) != -1) {
@@ -458,6 +498,24 @@ int main(int argc, char **argv)
 					       (unsigned long long)s->length_only, s->n);
 			}
 		}
+		/* TWIN chunks: the other end captured their bytes (compared
+		 * above with its chunks) */
+		for (int side = 0; side < 2; side++) {
+			for (int dir = 0; dir < 2; dir++) {
+				const struct stream *s = &pc->st[side][dir];
+				uint64_t miss =
+					s->twin ? twin_uncovered(s, &pc->st[!side][!dir]) : 0;
+
+				twin += s->twin;
+				if (miss && !(allow_loss && nlost))
+					errorf(pc,
+					       "%s %s: %llu of %llu TWIN bytes not captured by the "
+					       "other end",
+					       side ? "server" : "client", dir ? "in" : "out",
+					       (unsigned long long)miss,
+					       (unsigned long long)s->twin);
+			}
+		}
 		/* the sender's write_seq and the receiver's copied_seq number the
 		 * same bytes: both ends of a direction must agree */
 		for (int dir = 0; dir < 2; dir++) {
@@ -482,10 +540,11 @@ int main(int argc, char **argv)
 		fails++;
 	}
 	printf("reel_check: %d connections, %llu samples, %llu bytes compared, %llu truncated "
-	       "(%llu by overload), %llu LOST, %llu holes (%llu bytes), %llu damaged blocks: %s\n",
+	       "(%llu by overload), %llu twin, %llu LOST, %llu holes (%llu bytes), %llu damaged "
+	       "blocks: %s\n",
 	       nconns, (unsigned long long)samples, (unsigned long long)compared,
-	       (unsigned long long)cut, (unsigned long long)ovl, (unsigned long long)nlost,
-	       (unsigned long long)holes, (unsigned long long)hole_bytes, (unsigned long long)bad,
-	       fails || bad ? "FAIL" : "ok");
+	       (unsigned long long)cut, (unsigned long long)ovl, (unsigned long long)twin,
+	       (unsigned long long)nlost, (unsigned long long)holes, (unsigned long long)hole_bytes,
+	       (unsigned long long)bad, fails || bad ? "FAIL" : "ok");
 	return fails || bad ? 1 : 0;
 }
