@@ -42,6 +42,18 @@ if(TARGET reelcap AND TARGET reelplay)
 	endif()
 endif()
 
+# Both ends traced, each byte copied once (TWIN, bpf/ABI.md): reel_peer and
+# curl against nginx, with and without --no-twin, every byte in tshark's view.
+if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_twin
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/twin_ends.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--reeltool $<TARGET_FILE:reeltool> --peer $<TARGET_FILE:reel_peer>
+			--check $<TARGET_FILE:reel_check> --work ${CMAKE_CURRENT_BINARY_DIR}/capture_twin)
+	set_tests_properties(capture_twin PROPERTIES LABELS "capture;root;tshark"
+		TIMEOUT 900 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+endif()
+
 # sendfile bodies (issue 10): nginx with sendfile on, bodies read back from
 # the files (FILL records), a rewritten file a marked hole, --no-file-fill.
 if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interpreter_FOUND)

@@ -358,8 +358,8 @@ part_a() {
 	local body r
 	for r in $A_REFS; do
 		case "$r" in
-		floor | perf | tcpdump) ;;
-		*) echo "bench_capture: BENCH_A_REFS: unknown variant $r (floor, perf, tcpdump)" >&2; exit 2 ;;
+		floor | perf | tcpdump | notwin) ;;
+		*) echo "bench_capture: BENCH_A_REFS: unknown variant $r (floor, perf, tcpdump, notwin)" >&2; exit 2 ;;
 		esac
 	done
 	for s in $A_SCOPES; do
