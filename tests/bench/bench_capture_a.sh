@@ -125,8 +125,11 @@ a_full_figures() {
 j = json.load(sys.stdin)
 print(j["lost_samples"], j["dropped_records"], j.get("overload_cut_bytes", 0))')
 	# the bytes of holes left by LOST and DROP, from the replayed streams
-	gap=$("$REELPLAY" --summary "$f" 2>/dev/null |
-		sed -n 's/^missing bytes by cause: .*lost (LOST\/DROP) \([0-9]*\).*/\1/p')
+	# (and, both ends traced, TWIN bytes whose copy at the other end was lost)
+	gap=$("$REELPLAY" --summary "$f" 2>/dev/null | awk '/^missing bytes by cause: / {
+		if (match($0, /lost \(LOST\/DROP\) [0-9]+/)) n += substr($0, RSTART + 17, RLENGTH - 17)
+		if (match($0, /lost at the traced peer \(TWIN\) [0-9]+/)) n += substr($0, RSTART + 31, RLENGTH - 31)
+	} END {print n + 0}')
 	sum A_LOST "$k" "${lost:-0}"
 	sum A_DROP "$k" "${drop:-0}"
 	sum A_CUT "$k" "${cut:-0}"
