@@ -1198,6 +1198,105 @@ static void test_both_ends_twin_gone(void **state)
 	ts_free(&s);
 }
 
+/* Both ends traced with TWIN chunks (bpf/ABI.md "TWIN"): each range copied
+ * at one end only, the other end's chunk without payload. Replay fills each
+ * TWIN chunk from the other end: the packets, the transaction and --each-end
+ * are those of a capture where both ends copied every byte. A TWIN chunk
+ * after its copier closed takes the inherited window; one whose copy was
+ * lost is a hole of its own cause. */
+static void build_twin(struct tstream *s, const char *req, const char *resp, bool lose_resp,
+		       bool client_gone)
+{
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+	const uint32_t tw = REEL_DATAF_TWIN | REEL_DATAF_HAS_SEQ;
+
+	ts_open(s, 0, T0 + 1, 800, 5, 1001, 41002, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(s, 1, T0 + 2, 900, 7, 1002, 8080, 41002, REEL_ROLE_SERVER, REEL_L4_TCP);
+	/* the request copied by the client; the server read 5 bytes of it
+	 * first (copied), then the rest (TWIN: the client's exit ran first) */
+	ts_data(s, 1, T0 + 9, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, 5, 5, 0, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, 5, 0, tw, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 5, req + 5, rq - 5, rq - 5, 0,
+		REEL_L4_TCP);
+	if (client_gone)
+		ts_close(s, 0, T0 + 12, 800, 5, 1001, rq, 0);
+	ts_data(s, 1, T0 + 13, 900, 7, 1002, REEL_DIR_INGRESS, 5, NULL, rq - 5, 0, tw, REEL_L4_TCP);
+	if (client_gone) {
+		ts_close(s, 1, T0 + 40, 900, 7, 1002, 0, rq);
+		return;
+	}
+	if (!lose_resp)
+		ts_data(s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, 0,
+			REEL_L4_TCP);
+	ts_data(s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, NULL, rs, 0, tw, REEL_L4_TCP);
+	ts_close(s, 0, T0 + 30, 800, 5, 1001, rq, rs);
+	ts_close(s, 1, T0 + 31, 900, 7, 1002, rs, rq);
+}
+
+static void test_both_ends_twin_chunks(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[256], b1[256];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("twin.pcapng"));
+	REEL_OPTS(reel_pipeline_opts, oe, .each_end = true);
+	REEL_OPTS(reel_pipeline_opts, ol);
+	REEL_OPTS(reel_pipeline_opts, og);
+	struct run r = {0};
+	const char *req = "GET /twin HTTP/1.1\r\nHost: b\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+	char want[80];
+
+	(void)state;
+	build_twin(&s, req, resp, false, false);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"target\":\"/twin\",\"status\":200"));
+	assert_non_null(strstr(r.json, "\"hole\":false"));
+	assert_non_null(strstr(r.summary, "holes 0 (0 bytes missing)"));
+	snprintf(want, sizeof(want), "bytes taken from the other traced end (TWIN): %u",
+		 rq - 5 + 5 + rs);
+	assert_non_null(strstr(r.summary, want));
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("twin.pcapng"), 41002, &rb);
+	assert_int_equal(rb.dir[0].max_end, rq);
+	assert_int_equal(rb.dir[1].max_end, rs);
+	assert_memory_equal(b0, req, rq);
+	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+
+	/* each end's own view: both parse the whole exchange */
+	assert_int_equal(run_pipeline(&s, NULL, &oe, &r), 0);
+	assert_int_equal(count(r.json, "\"target\":\"/twin\",\"status\":200"), 2);
+	assert_int_equal(count(r.json, "\"hole\":true"), 0);
+	run_free(&r);
+	ts_free(&s);
+
+	/* the server's copy of the response lost: the client's TWIN chunk is a
+	 * hole, said to be lost at the other end */
+	build_twin(&s, req, resp, true, false);
+	assert_int_equal(run_pipeline(&s, NULL, &ol, &r), 0);
+	snprintf(want, sizeof(want), "lost at the traced peer (TWIN) %u", rs);
+	assert_non_null(strstr(r.summary, want));
+	run_free(&r);
+	ts_free(&s);
+
+	/* the client closed before the server's TWIN chunk: its window stays */
+	build_twin(&s, req, resp, false, true);
+	assert_int_equal(run_pipeline(&s, NULL, &og, &r), 0);
+	assert_non_null(strstr(r.summary, "holes 0 (0 bytes missing)"));
+	snprintf(want, sizeof(want), "bytes taken from the other traced end (TWIN): %u", rq);
+	assert_non_null(strstr(r.summary, want));
+	assert_non_null(strstr(r.json, "\"target\":\"/twin\""));
+	run_free(&r);
+	ts_free(&s);
+}
+
 /* Both ends of a TLS connection traced, with their plaintext (TLS uprobes):
  * ciphertext records each way on both sockets, then the plaintext exchange
  * on both (positions of its own stream). */
@@ -1894,6 +1993,7 @@ int main(void)
 		cmocka_unit_test(test_unix_and_inferred_role),
 		cmocka_unit_test(test_both_ends_one_flow),
 		cmocka_unit_test(test_both_ends_twin_gone),
+		cmocka_unit_test(test_both_ends_twin_chunks),
 		cmocka_unit_test(test_both_ends_tls),
 		cmocka_unit_test(test_detect_on_prefix),
 		cmocka_unit_test(test_fork_shared_socket),
