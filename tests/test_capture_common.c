@@ -431,8 +431,15 @@ static void on_data(struct cit_conn *cs, int n, const struct reel_event *ev, uin
 	 * reel_peer's is a memfd */
 	if (want_syscall(c, dir) == REEL_SYS_SENDFILE)
 		wflags |= REEL_DATAF_FILE_REF;
-	if ((d->flags & ~(REEL_DATAF_TRUNCATED | REEL_DATAF_OVERLOAD)) != wflags)
-		DFAIL("flags 0x%x, want 0x%x (TRUNCATED and OVERLOAD aside)", d->flags, wflags);
+	if ((d->flags & ~(REEL_DATAF_TRUNCATED | REEL_DATAF_OVERLOAD | REEL_DATAF_TWIN)) != wflags)
+		DFAIL("flags 0x%x, want 0x%x (TRUNCATED, OVERLOAD and TWIN aside)", d->flags,
+		      wflags);
+	/* both ends traced: a TCP range the other end copied (checked against
+	 * its chunks by cit_check_streams) */
+	if ((d->flags & REEL_DATAF_TWIN) &&
+	    (d->cap_len || want_l4(c) != REEL_L4_TCP || (d->flags & REEL_DATAF_OVERLOAD) ||
+	     !(d->flags & REEL_DATAF_TRUNCATED)))
+		DFAIL("TWIN chunk with cap_len %u, flags 0x%x", d->cap_len, d->flags);
 	if ((d->flags & REEL_DATAF_OVERLOAD) && (d->cap_len || !(d->flags & REEL_DATAF_TRUNCATED)))
 		DFAIL("OVERLOAD chunk with cap_len %u, flags 0x%x", d->cap_len, d->flags);
 	if (d->cap_len > d->len || d->cap_len > REEL_CHUNK_MAX || !d->len)
@@ -454,7 +461,9 @@ static void on_data(struct cit_conn *cs, int n, const struct reel_event *ev, uin
 		if (d->len > REEL_CHUNK_MAX && d->cap_len)
 			DFAIL("len %u > chunk max with payload %u", d->len, d->cap_len);
 	}
-	if (d->flags & REEL_DATAF_TRUNCATED) {
+	if (d->flags & REEL_DATAF_TWIN) {
+		st->twin += d->len;
+	} else if (d->flags & REEL_DATAF_TRUNCATED) {
 		res->truncated_events++;
 		st->truncated += d->len - d->cap_len;
 	}
@@ -709,6 +718,7 @@ static void group_end(const struct cit_conn *c, int s, int dir, struct group *g,
 				 (unsigned long long)g->len, f->call_len);
 		return;
 	}
+	/* (TWIN bytes count as captured: cit_check_streams compares them) */
 	want_cap = (f->flags & REEL_DATAF_LENGTH_ONLY) ? 0
 		   : !snaplen || f->call_len < snaplen ? f->call_len
 						       : snaplen;
@@ -764,7 +774,7 @@ static void check_stream(const struct cit_conn *c, int s, int dir, struct cit_st
 			}
 		}
 		g.len += ch->len;
-		g.cap += ch->cap;
+		g.cap += (ch->flags & REEL_DATAF_TWIN) ? ch->len : ch->cap;
 		g.ovl += (ch->flags & REEL_DATAF_OVERLOAD) ? ch->len : 0;
 		g.next_chunk = ch->chunk + 1;
 		g.next_pos = ch->pos + ch->len;
@@ -821,6 +831,47 @@ static void check_seq(const struct cit_conn *c)
 	}
 }
 
+/* The TWIN chunks of side s, direction d (sorted): the other end's chunks
+ * of the other direction (sorted) must have captured their bytes, which
+ * on_data compared with the peer's; they count as compared here. */
+static void check_twin(struct cit_conn *c, int s, int d, bool allow_holes)
+{
+	struct cit_stream *st = &c->end[s].st[d];
+	const struct cit_stream *o = &c->end[!s].st[!d];
+	size_t j = 0;
+
+	for (size_t k = 0; k < st->n; k++) {
+		uint64_t at, end;
+
+		if (!(st->v[k].flags & REEL_DATAF_TWIN))
+			continue;
+		at = st->v[k].pos;
+		end = at + st->v[k].len;
+		while (j < o->n && o->v[j].pos + o->v[j].len <= at)
+			j++;
+		for (size_t i = j; i < o->n && at < end && o->v[i].pos <= at; i++) {
+			const struct cit_chunk *v = &o->v[i];
+
+			if (v->pos + v->cap <= at ||
+			    (v->flags & (REEL_DATAF_FAULT | REEL_DATAF_TWIN)))
+				break;
+			at = v->pos + v->cap < end ? v->pos + v->cap : end;
+		}
+		st->compared += at - st->v[k].pos;
+		if (at < end) {
+			st->truncated += end - at;
+			if (!allow_holes)
+				cit_fail(
+					"conn %d %s/%s %s %s: TWIN chunk at %llu: %llu of %u bytes "
+					"not captured by the other end",
+					c->id, cit_proto_name(c->proto),
+					cit_variant_name(c->variant), side_name(s), dir_name(d),
+					(unsigned long long)st->v[k].pos,
+					(unsigned long long)(end - at), st->v[k].len);
+		}
+	}
+}
+
 void cit_check_streams(struct cit_conn *cs, int n, uint32_t snaplen, bool allow_holes)
 {
 	for (int i = 0; i < n; i++) {
@@ -828,6 +879,9 @@ void cit_check_streams(struct cit_conn *cs, int n, uint32_t snaplen, bool allow_
 			for (int d = 0; d < 2; d++)
 				check_stream(&cs[i], s, d, &cs[i].end[s].st[d], snaplen,
 					     allow_holes);
+		for (int s = 0; s < 2; s++)
+			for (int d = 0; d < 2; d++)
+				check_twin(&cs[i], s, d, allow_holes);
 		if (want_l4(&cs[i]) == REEL_L4_TCP)
 			check_seq(&cs[i]);
 	}

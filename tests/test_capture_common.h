@@ -43,6 +43,7 @@ struct cit_stream {
 	uint64_t truncated;   /* len - cap_len over TRUNCATED chunks */
 	uint64_t overload;    /* of which in OVERLOAD chunks (left out as the ring filled) */
 	uint64_t length_only; /* len over LENGTH_ONLY chunks */
+	uint64_t twin;	      /* len over TWIN chunks (the other end's copy; bpf/ABI.md) */
 	/* filled by cit_check_streams */
 	uint64_t holes, hole_bytes;
 	uint64_t covered; /* bytes of [0, expect) covered by chunks */
