@@ -26,6 +26,11 @@
 #include "reelcap.h"
 #include "reel_ring.h"
 
+/* A ring found a quarter full when a pass begins (twice the watermark: the
+ * drain came late or is slower than the programs) puts the output in a
+ * hurry for this long after (cap_out_set_hurry). */
+#define HURRY_NS (250ull * 1000 * 1000)
+
 /* Room given back to the kernel (and to the programs' count) this often. */
 #define RELEASE_BYTES (256u << 10)
 
@@ -51,6 +56,7 @@ struct cap_drain {
 	int cpus[1024];
 	struct cap_drain_cpu c[1024];
 	int16_t slot[1024]; /* CPU id -> index in c[] + 1 (0: no ring) */
+	uint64_t hurry_until; /* CLOCK_MONOTONIC ns */
 };
 
 /* PERF_RECORD_SAMPLE with RAW|TIME|CPU: fields in perf ABI order. */
@@ -305,11 +311,34 @@ static int drain_ring(struct cap_drain *d, int i)
 	return n;
 }
 
+/* Whether this pass should hurry: a ring a quarter full now, or one was
+ * within HURRY_NS. */
+static void drain_pressure(struct cap_drain *d)
+{
+	struct timespec ts;
+	uint64_t now;
+	bool behind = false;
+
+	for (int i = 0; i < d->n && !behind; i++) {
+		struct cap_ring *r = &d->ring[i];
+		uint64_t head = __atomic_load_n(&r->hdr->data_head, __ATOMIC_ACQUIRE);
+
+		behind = head - r->hdr->data_tail >= r->size / 4;
+	}
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (behind)
+		d->hurry_until = now + HURRY_NS;
+	cap_out_set_hurry(d->out, now < d->hurry_until);
+}
+
 /* Every ring until all are empty (or each gave a ring's worth this call). */
 static int drain_all(struct cap_drain *d)
 {
 	int total = 0;
 
+	if (d->out)
+		drain_pressure(d);
 	for (int i = 0; i < d->n; i++)
 		total += drain_ring(d, i);
 	return total;

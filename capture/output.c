@@ -31,6 +31,8 @@ struct cap_out {
 	uint64_t written; /* bytes written to all files, once the writer is closed */
 	uint8_t *abuf;	  /* aligned copy for the pipeline */
 	size_t abuf_cap;
+	bool hurry;		/* the drain is behind: no search for repeats */
+	struct cap_hurry_stats hs;
 };
 
 const char *cap_file_kind(unsigned mode)
@@ -215,12 +217,52 @@ bool cap_out_behind(const struct cap_out *out)
 	return st.queue_blocks && st.queued * 2 >= st.queue_blocks;
 }
 
+/* out_write while the drain is behind: searching the window for a repeat
+ * hashes every byte of a long payload and copies it, in the thread the
+ * rings wait for; the payload goes in whole instead (still counted in the
+ * window, FORMAT.md 4.4), and the stats say how many did. */
+static int out_write_hurried(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts,
+			     const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+	uint32_t plen = 0;
+
+	if (type == REEL_REC_SAMPLE && !blen && alen > sizeof(struct reel_ev_data)) {
+		uint16_t kind;
+
+		memcpy(&kind, (const uint8_t *)a + offsetof(struct reel_ev_hdr, kind),
+		       sizeof(kind));
+		if (kind == REEL_EV_DATA)
+			plen = alen - (uint32_t)sizeof(struct reel_ev_data);
+	} else if (type == REEL_REC_FILL) {
+		plen = blen;
+	}
+	if (plen >= out->o->dedup_min) {
+		out->hs.payloads++;
+		out->hs.bytes += plen;
+	}
+	return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+}
+
+void cap_out_set_hurry(struct cap_out *out, bool on)
+{
+	if (on && !out->hurry)
+		out->hs.spells++;
+	out->hurry = on;
+}
+
+void cap_out_hurry_stats(const struct cap_out *out, struct cap_hurry_stats *hs)
+{
+	*hs = out->hs;
+}
+
 /* The writer's append, with what may repeat split off as the second part
  * (FORMAT.md 4.4): a DATA event's captured bytes after its header
  * (bpf/ABI.md), a FILL record's file bytes after its struct reel_fill. */
 static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		     uint32_t alen, const void *b, uint32_t blen)
 {
+	if (out->hurry && out->o->dedup_min)
+		return out_write_hurried(out, type, cpu, ts, a, alen, b, blen);
 	if (type == REEL_REC_SAMPLE && !blen && alen > sizeof(struct reel_ev_data)) {
 		const uint8_t *p = a;
 		uint16_t kind;

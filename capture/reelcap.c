@@ -166,6 +166,24 @@ static void ring_peak_line(const struct cap_drain *d)
 		cap_drain_cpu(d, best)->cpu);
 }
 
+/* Payloads written without the search for repeats while the drain was
+ * behind (FORMAT.md 4.4): a line when there were any. */
+static void hurry_line(const struct cap_out *out)
+{
+	struct cap_hurry_stats hs;
+	char b[32];
+
+	cap_out_hurry_stats(out, &hs);
+	if (!hs.payloads)
+		return;
+	human((double)hs.bytes, b, sizeof(b));
+	fprintf(stderr,
+		"reelcap: %llu payloads (%s) stored without looking for repeats: the rings were a "
+		"quarter full %llu time%s (the drain was behind)\n",
+		(unsigned long long)hs.payloads, b, (unsigned long long)hs.spells,
+		hs.spells == 1 ? "" : "s");
+}
+
 /* What sendfile sent, read back from the files: a line when there was any. */
 static void fill_line(const struct cap_fill *f)
 {
@@ -527,6 +545,8 @@ static int finish(struct cap_run *r)
 			"captured), "
 			"%llu TLS calls with plaintext not copied (length only)\n",
 			(unsigned long long)ks[5], (unsigned long long)ks[6]);
+	if (!o->quiet)
+		hurry_line(r->out);
 	rotate_failed = cap_out_rotate_failed(r->out);
 	err = cap_out_close(r->out, &ws, &disk);
 	r->out = NULL;

@@ -106,6 +106,16 @@ void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns);
 /* Is the writer behind (its compression queue half full, or records dropped
  * since the last accepted one)? Work the capture may skip waits then. */
 bool cap_out_behind(const struct cap_out *out);
+/* Payloads that went in without the search for repeats (FORMAT.md 4.4)
+ * because the drain was behind (cap_out_set_hurry): spells of it, and the
+ * payloads of --dedup-min bytes or more written meanwhile. */
+struct cap_hurry_stats {
+	uint64_t spells;
+	uint64_t payloads;
+	uint64_t bytes;
+};
+void cap_out_set_hurry(struct cap_out *out, bool on);
+void cap_out_hurry_stats(const struct cap_out *out, struct cap_hurry_stats *hs);
 void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st);
 int cap_out_files(const struct cap_out *out);
 /* The file being written (FILE or FILE.N after rotation). */
