@@ -55,7 +55,7 @@ struct cap_drain {
 	int n;
 	int cpus[1024];
 	struct cap_drain_cpu c[1024];
-	int16_t slot[1024]; /* CPU id -> index in c[] + 1 (0: no ring) */
+	int16_t slot[1024];   /* CPU id -> index in c[] + 1 (0: no ring) */
 	uint64_t hurry_until; /* CLOCK_MONOTONIC ns */
 };
 

@@ -31,7 +31,7 @@ struct cap_out {
 	uint64_t written; /* bytes written to all files, once the writer is closed */
 	uint8_t *abuf;	  /* aligned copy for the pipeline */
 	size_t abuf_cap;
-	bool hurry;		/* the drain is behind: no search for repeats */
+	bool hurry; /* the drain is behind: no search for repeats */
 	struct cap_hurry_stats hs;
 };
 
