@@ -82,6 +82,21 @@ int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, 
 /* block_bytes for tool_copy_blocks: every input block fits whole. Rewinds r. */
 uint32_t tool_block_bytes(struct reel_reader *r);
 
+/* Result of tool_rewrite: the reader's stats and tool_copy_blocks' counts. */
+struct tool_rewrite_res {
+	struct reel_reader_stats st;
+	uint64_t records;
+	uint64_t lost;
+};
+
+/* Copies `in` to a new `out` block for block (tool_copy_blocks) at `level`
+ * (0: the writer's default); `salvage` opens a damaged input the way
+ * recover does. Returns EXIT_OK with *res filled, EXIT_USAGE (an input or
+ * output that cannot be opened or created) or EXIT_DAMAGE (the output could
+ * not be written: removed), the reason printed. */
+int tool_rewrite(const char *in, bool salvage, const char *out, bool force, int level,
+		 struct tool_rewrite_res *res);
+
 /* Finishes an output: closes the writer, reports write errors and records it
  * could not write, and puts the file in place. With `failed` (the caller saw
  * an error) or on any error, removes what was written. Returns 0 or -1. */

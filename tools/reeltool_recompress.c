@@ -38,38 +38,23 @@ static const char recompress_usage[] =
 
 static int recompress(const char *in, const char *out, bool force, int level)
 {
-	struct reel_reader_stats st;
-	struct reel_reader *r;
-	struct tool_out o;
-	uint64_t records, lost;
+	struct tool_rewrite_res res;
 	struct stat sb;
-	int ret;
+	int ret = tool_rewrite(in, false, out, force, level, &res);
 
-	r = tool_open(in, false);
-	if (!r)
-		return EXIT_USAGE;
-	if (tool_create_output(&o, out, force, reel_reader__header(r), tool_block_bytes(r),
-			       UINT32_MAX, level, &in, 1)) {
-		reel_reader__close(r);
-		return EXIT_USAGE;
-	}
-	ret = tool_copy_blocks(r, &o, in, &records, &lost);
-	if (tool_finish_output(&o, ret < 0)) {
-		reel_reader__close(r);
-		return EXIT_DAMAGE;
-	}
-	reel_reader__stats(r, &st);
+	if (ret != EXIT_OK)
+		return ret;
 	if (stat(out, &sb))
 		sb.st_size = 0;
 	printf("%s: %" PRIu64 " records in %" PRIu64 " blocks, %" PRIu64 " bytes -> %s: %lld bytes "
 	       "at level %d (%.1f%%)",
-	       in, records, st.blocks_ok, st.file_size, out, (long long)sb.st_size, level,
-	       st.file_size ? 100.0 * (double)sb.st_size / (double)st.file_size : 0.0);
-	if (lost || st.blocks_bad)
-		printf("; %" PRIu64 " damaged blocks left out", st.blocks_bad);
+	       in, res.records, res.st.blocks_ok, res.st.file_size, out, (long long)sb.st_size,
+	       level,
+	       res.st.file_size ? 100.0 * (double)sb.st_size / (double)res.st.file_size : 0.0);
+	if (res.lost || res.st.blocks_bad)
+		printf("; %" PRIu64 " damaged blocks left out", res.st.blocks_bad);
 	printf("\n");
-	reel_reader__close(r);
-	return lost || st.blocks_bad || st.truncated ? EXIT_DAMAGE : EXIT_OK;
+	return res.lost || res.st.blocks_bad || res.st.truncated ? EXIT_DAMAGE : EXIT_OK;
 }
 
 static int parse_level(const char *s, int *level)

@@ -124,35 +124,44 @@ int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, 
 	return ret < 0 ? ret : 0;
 }
 
-static int recover(const char *in, const char *out, bool force)
+int tool_rewrite(const char *in, bool salvage, const char *out, bool force, int level,
+		 struct tool_rewrite_res *res)
 {
-	struct reel_reader_stats st;
 	struct reel_reader *r;
 	struct tool_out o;
-	uint64_t records = 0, lost;
-	int ret, status = EXIT_OK;
+	int ret;
 
-	r = tool_open(in, true);
+	r = tool_open(in, salvage);
 	if (!r)
 		return EXIT_USAGE;
 	/* One output block per good input block: room for the largest, no
 	 * closing on age, and a flush at every input block boundary. */
 	if (tool_create_output(&o, out, force, reel_reader__header(r), tool_block_bytes(r),
-			       UINT32_MAX, 0, &in, 1)) {
+			       UINT32_MAX, level, &in, 1)) {
 		reel_reader__close(r);
 		return EXIT_USAGE;
 	}
-	ret = tool_copy_blocks(r, &o, in, &records, &lost);
+	ret = tool_copy_blocks(r, &o, in, &res->records, &res->lost);
 	if (tool_finish_output(&o, ret < 0)) {
 		reel_reader__close(r);
 		return EXIT_DAMAGE;
 	}
-	reel_reader__stats(r, &st);
+	reel_reader__stats(r, &res->st);
+	reel_reader__close(r);
+	return EXIT_OK;
+}
+
+static int recover(const char *in, const char *out, bool force)
+{
+	struct tool_rewrite_res res;
+	int ret = tool_rewrite(in, true, out, force, 0, &res);
+
+	if (ret != EXIT_OK)
+		return ret;
 	printf("%s: recovered %" PRIu64 " blocks, %" PRIu64 " records into %s; lost %" PRIu64
 	       " damaged blocks, %" PRIu64 " trailing bytes\n",
-	       in, st.blocks_ok, records, out, st.blocks_bad, st.trailing_bytes);
-	reel_reader__close(r);
-	return status;
+	       in, res.st.blocks_ok, res.records, out, res.st.blocks_bad, res.st.trailing_bytes);
+	return EXIT_OK;
 }
 
 int cmd_recover(int argc, char **argv)
