@@ -845,18 +845,8 @@ static void check_twin(struct cit_conn *c, int s, int d, bool allow_holes)
 
 		if (!(st->v[k].flags & REEL_DATAF_TWIN))
 			continue;
-		at = st->v[k].pos;
-		end = at + st->v[k].len;
-		while (j < o->n && o->v[j].pos + o->v[j].len <= at)
-			j++;
-		for (size_t i = j; i < o->n && at < end && o->v[i].pos <= at; i++) {
-			const struct cit_chunk *v = &o->v[i];
-
-			if (v->pos + v->cap <= at ||
-			    (v->flags & (REEL_DATAF_FAULT | REEL_DATAF_TWIN)))
-				break;
-			at = v->pos + v->cap < end ? v->pos + v->cap : end;
-		}
+		end = st->v[k].pos + st->v[k].len;
+		at = twin_covered_end(o->v, o->n, sizeof(o->v[0]), &j, st->v[k].pos, end);
 		st->compared += at - st->v[k].pos;
 		if (at < end) {
 			st->truncated += end - at;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "reel_abi.h"
+#include "peer/twin_cover.h"
 
 enum cit_proto { CIT_TCP4, CIT_TCP6, CIT_UDP4, CIT_UDP6, CIT_UNIX, CIT_PROTO_MAX };
 enum cit_variant {
@@ -29,9 +30,10 @@ enum cit_side { CIT_CLIENT = 0, CIT_SERVER = 1 };
 /* One DATA chunk as captured. */
 struct cit_chunk {
 	uint64_t pos;
-	uint32_t len, cap, call_len, seq, flags;
+	uint32_t len, cap, flags, call_len, seq;
 	uint16_t chunk, msg, syscall;
 };
+TWIN_SPAN_LIKE(struct cit_chunk);
 
 /* One direction of one side of a connection. */
 struct cit_stream {

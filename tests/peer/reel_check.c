@@ -30,11 +30,13 @@
 #include "reel_format.h"
 #include "reel_abi.h"
 #include "reel_peer_gen.h"
+#include "twin_cover.h"
 
 struct ival {
 	uint64_t pos;
 	uint32_t len, cap, flags;
 };
+TWIN_SPAN_LIKE(struct ival);
 
 struct stream {
 	uint64_t expect, seed;
@@ -313,25 +315,10 @@ static uint64_t twin_uncovered(const struct stream *s, const struct stream *o)
 	size_t j = 0;
 
 	for (size_t k = 0; k < s->n; k++) {
-		uint64_t at, end;
+		uint64_t at = s->v[k].pos, end = at + s->v[k].len;
 
-		if (!(s->v[k].flags & REEL_DATAF_TWIN))
-			continue;
-		at = s->v[k].pos;
-		end = at + s->v[k].len;
-		while (j < o->n && o->v[j].pos + o->v[j].len <= at)
-			j++;
-		for (size_t i = j; i < o->n && at < end && o->v[i].pos <= at; i++) {
-			const struct ival *v = &o->v[i];
-
-			/* captured bytes of the peer's chunk: its first cap */
-			if (v->pos + v->cap > at &&
-			    !(v->flags & (REEL_DATAF_FAULT | REEL_DATAF_TWIN)))
-				at = v->pos + v->cap < end ? v->pos + v->cap : end;
-			else
-				break;
-		}
-		miss += end - at;
+		if (s->v[k].flags & REEL_DATAF_TWIN)
+			miss += end - twin_covered_end(o->v, o->n, sizeof(o->v[0]), &j, at, end);
 	}
 	return miss;
 }
