@@ -344,7 +344,7 @@ static int drain_all(struct cap_drain *d)
 	return total;
 }
 
-int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all)
+int cap_drain_poll(struct cap_drain *d, int timeout_ms)
 {
 	struct epoll_event ev[64];
 	int n = epoll_wait(perf_buffer__epoll_fd(d->pb), ev, 64, timeout_ms);
@@ -352,9 +352,8 @@ int cap_drain_poll(struct cap_drain *d, int timeout_ms, bool all)
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	/* a wakeup names rings past their watermark; reading every ring costs
-	 * two loads for an empty one, and `all` asks for them anyway */
-	(void)all;
-	return n > 0 || all ? drain_all(d) : 0;
+	 * two loads for an empty one (quiet CPUs: cap_drain_consume_all) */
+	return n > 0 ? drain_all(d) : 0;
 }
 
 int cap_drain_consume_all(struct cap_drain *d)

@@ -423,7 +423,7 @@ static void capture_loop(struct cap_run *r)
 		uint64_t now = reel_now_mono_ns();
 		bool all = now - last_all >= SWEEP_MS * 1000000ull;
 
-		err = cap_drain_poll(r->d, POLL_MS, false);
+		err = cap_drain_poll(r->d, POLL_MS);
 		if (all && err >= 0) {
 			/* every ring read after `now`: all before it is in hand, less
 			 * a record in flight */
