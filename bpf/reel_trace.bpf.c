@@ -464,7 +464,7 @@ static __always_inline int data_exit(void *ctx, long ret, __u16 sys)
 	/* reserve the byte range atomically: threads may share the socket */
 	m.pos = __sync_fetch_and_add(&c->pos[a.dir & 1], m.total);
 	if (c->twin && !m.flags)
-		m.twin = twin_covered(&a.si, a.dir, m.pos, m.total);
+		m.twin = twin_covered(c, &a.si, a.dir, m.pos, m.total);
 	emit_conn_of(&ec, &a, c);
 	whole = emit_msg(ctx, s, &ec, &m);
 	twin_moved(c, a.dir, m.pos, m.total, whole);

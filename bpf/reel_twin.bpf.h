@@ -122,11 +122,11 @@ static __always_inline void twin_moved(struct conn_state *c, __u8 dir, __u64 pos
 }
 
 /* How many bytes at the start of [pos, pos + len), which this registered
- * connection moved in `dir`, its peer moved the other way and has whole in
+ * connection c moved in `dir`, its peer moved the other way and has whole in
  * the file (0 when it has not, or is not traced from its start). Whichever
  * end's program runs second leaves out what the first one captured. */
-static __always_inline __u64 twin_covered(const struct sock_info *si, __u8 dir, __u64 pos,
-					  __u64 len)
+static __always_inline __u64 twin_covered(struct conn_state *c, const struct sock_info *si,
+					  __u8 dir, __u64 pos, __u64 len)
 {
 	struct twin_key k;
 	struct twin_ref *r;
@@ -135,8 +135,15 @@ static __always_inline __u64 twin_covered(const struct sock_info *si, __u8 dir, 
 
 	twin_key_of(si, true, &k);
 	r = bpf_map_lookup_elem(&twins, &k);
-	if (!r)
+	if (!r) {
+		/* Bytes received: the peer is past its connect/accept, where
+		 * a traced peer registers. None did, so none will: no more
+		 * lookups for this connection (its server-only capture pays
+		 * none of twin's cost from here). */
+		if (c->pos[REEL_DIR_INGRESS & 1])
+			c->twin = 0;
 		return 0;
+	}
 	p = bpf_map_lookup_elem(&conns, &r->key);
 	if (!p || p->ino != r->ino || !p->twin)
 		return 0;

@@ -421,7 +421,9 @@ if part e; then
 stats_now=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
 [ "$stats_now" != 1 ] && sysctl -q kernel.bpf_stats_enabled=1
 bpftool -j prog show >"$W/e_pre.json"
-start_reelcap "$W/e.reel" || exit 1
+# BENCH_E_SCOPE: both (default, every process) or server (--port P --comm nginx)
+# shellcheck disable=SC2046 # the scope's arguments are words
+start_reelcap "$W/e.reel" $([ "${BENCH_E_SCOPE:-both}" = server ] && echo --port "$port" --comm nginx) || exit 1
 sleep 0.5
 bpftool -j prog show >"$W/e_before.json"
 e_pid=$(child "$TRACER_PID")
