@@ -1,6 +1,13 @@
 # format/: unit tests, reader fuzz target, data generator.
 # white-box: format_internal.h (record coding, CRC, header frames)
-reel_unit_test(test_format SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_format.c LIBS reelformat_internal)
+# One executable per concept (records, damage, writer, coding); the helpers
+# of test_format_util.c built once and shared.
+add_library(reel_test_format_util STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_format_util.c)
+target_link_libraries(reel_test_format_util PUBLIC reel_cmocka reelformat_internal)
+foreach(t records damage writer coding)
+	reel_unit_test(test_format_${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_format_${t}.c
+		LIBS reel_test_format_util)
+endforeach()
 reel_fuzz_target(reader LIBS reelformat_internal)
 
 # Writes the crafted files of tests/data/ (built, never run by CTest):
