@@ -1,9 +1,16 @@
 # replay/ pipeline and reelplay: unit and end-to-end tests on synthetic event
 # streams, and the pipeline fuzz target (corpus in tests/fuzz/corpus/pipeline).
 # white-box: reassembly, packet builder, event decoding
-reel_unit_test(test_replay SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_replay.c LIBS reelreplay_internal)
+# One executable per concept (decode, pipeline, ends, reelplay); the helpers
+# of test_replay_common.c built once and shared.
+add_library(reel_test_replay_common STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_replay_common.c)
+target_link_libraries(reel_test_replay_common PUBLIC reel_cmocka reelreplay_internal)
+foreach(t decode pipeline ends reelplay)
+	reel_unit_test(test_replay_${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_replay_${t}.c
+		LIBS reel_test_replay_common)
+endforeach()
 if(TARGET reelplay)
-	add_dependencies(test_replay reelplay)
+	add_dependencies(test_replay_reelplay reelplay)
 endif()
 reel_fuzz_target(pipeline LIBS reelreplay)
 

@@ -23,7 +23,8 @@ SOURCE_EXT = ('.c', '.h')
 WHITE_BOX = {
     'tests/test_format_util.h', 'tests/fuzz/fuzz_reader.c', 'tests/test_writer_load.c',
     'tests/test_dedup.c',
-    'tests/test_replay.c', 'tests/test_workq.c', 'tests/test_l7_util.h',
+    'tests/test_replay_decode.c', 'tests/test_replay_reelplay.c',
+    'tests/test_workq.c', 'tests/test_l7_util.h',
     'tests/fuzz/fuzz_l7.h', 'tests/test_content.c', 'tests/test_jsondiff.c',
     'tests/test_txncmp.c', 'tests/fuzz/fuzz_jsondiff.c', 'tests/fuzz/fuzz_replayto.c',
 }

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * One connection traced at more than one place: both ends of a TCP
+ * connection (one flow, an end that closed first, TWIN chunks filled from
+ * the other end), both ends of a TLS connection with their plaintext, and
+ * a socket accepted by a parent and served by its child after fork().
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pcap/pcap.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reel_event.h"
+#include "reel_pipeline.h"
+#include "test_replay_common.h"
+
+/* Both ends of one TCP connection traced (client and server processes):
+ * one flow in the packet output, two connections in the JSON. */
+static void test_both_ends_one_flow(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[256], b1[256];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("both.pcapng"));
+	struct run r = {0};
+	const char *req = "GET /both HTTP/1.1\r\nHost: b\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41000, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41000, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 30, 800, 5, 1001, rq, rs);
+	ts_close(&s, 1, T0 + 31, 900, 7, 1002, rs, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	/* one transaction, parsed from the end seen first (the client), naming
+	 * the server end as its peer */
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"type\":\"txn\",\"proto\":\"http1\",\"conn\":1,"));
+	assert_non_null(strstr(r.json, "\"pid\":800,"));
+	assert_non_null(strstr(r.json, "\"peer_conn\":2,\"peer_pid\":900,"));
+	assert_non_null(strstr(r.json, "\"target\":\"/both\",\"status\":200"));
+	assert_int_equal(count(r.json, "\"type\":\"conn\""), 2);
+	assert_int_equal(count(r.json, "\"packets_from_conn\":1"), 1);
+	assert_int_equal(count(r.json, "\"txns_from_conn\":1"), 1);
+	/* the mirror's conn line still has its protocol and its own byte counts */
+	assert_int_equal(count(r.json, "\"proto\":\"http1\""), 3);
+	/* the summary counts the exchange once: 1 connection, 1 transaction */
+	assert_non_null(strstr(r.summary, "1 connections traced at both ends: counted once"));
+	assert_non_null(strstr(r.summary, "http1   (all)                             1        1"));
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("both.pcapng"), 41000, &rb);
+	/* handshake, request + ACK, response + ACK, FIN, FIN, ACK: once */
+	assert_int_equal(rb.packets, 3 + 4 + 3);
+	assert_int_equal(rb.syn, 2);
+	assert_int_equal(rb.dir[0].max_end, rq);
+	assert_int_equal(rb.dir[1].max_end, rs);
+	assert_memory_equal(b0, req, rq);
+	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+
+	/* --each-end: each end reports its own view */
+	{
+		REEL_OPTS(reel_pipeline_opts, o2, .each_end = true);
+
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(run_pipeline(&s, NULL, &o2, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 2);
+		assert_int_equal(count(r.json, "\"peer_conn\""), 0);
+		assert_int_equal(count(r.json, "\"txns_from_conn\""), 0);
+		run_free(&r);
+	}
+	/* a filter that keeps only the mirror's process: the mirror parses */
+	{
+		static const uint32_t pid[] = {900};
+		REEL_OPTS(reel_pipeline_opts, o3, .pids = pid, .npids = 1);
+
+		memset(&r, 0, sizeof(r));
+		assert_int_equal(run_pipeline(&s, NULL, &o3, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+		assert_non_null(strstr(r.json, "\"pid\":900,"));
+		assert_int_equal(count(r.json, "\"txns_from_conn\""), 0);
+		run_free(&r);
+	}
+	ts_free(&s);
+}
+
+/* Both ends traced, and the client closes before the server reads its
+ * request: the client's parser saw the exchange, the server end defers to it
+ * even though it reads after the client is gone (one transaction, not two). */
+static void test_both_ends_twin_gone(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o);
+	struct run r = {0};
+	const char *req = "GET /gone HTTP/1.1\r\nHost: b\r\n\r\n";
+	uint32_t rq = (uint32_t)strlen(req);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41001, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41001, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 20, 800, 5, 1001, rq, 0);
+	ts_data(&s, 1, T0 + 30, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_close(&s, 1, T0 + 40, 900, 7, 1002, 0, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"pid\":800,"));
+	assert_non_null(strstr(r.json, "\"peer_conn\":2,\"peer_pid\":900,"));
+	assert_non_null(strstr(r.json, "\"target\":\"/gone\""));
+	assert_int_equal(count(r.json, "\"txns_from_conn\":1"), 1);
+	run_free(&r);
+	ts_free(&s);
+}
+
+/* Both ends traced with TWIN chunks (bpf/ABI.md "TWIN"): each range copied
+ * at one end only, the other end's chunk without payload. Replay fills each
+ * TWIN chunk from the other end: the packets, the transaction and --each-end
+ * are those of a capture where both ends copied every byte. A TWIN chunk
+ * after its copier closed takes the inherited window; one whose copy was
+ * lost is a hole of its own cause. */
+static void build_twin(struct tstream *s, const char *req, const char *resp, bool lose_resp,
+		       bool client_gone)
+{
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+	const uint32_t tw = REEL_DATAF_TWIN | REEL_DATAF_HAS_SEQ;
+
+	ts_open(s, 0, T0 + 1, 800, 5, 1001, 41002, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(s, 1, T0 + 2, 900, 7, 1002, 8080, 41002, REEL_ROLE_SERVER, REEL_L4_TCP);
+	/* the request copied by the client; the server read 5 bytes of it
+	 * first (copied), then the rest (TWIN: the client's exit ran first) */
+	ts_data(s, 1, T0 + 9, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, 5, 5, 0, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, 5, 0, tw, REEL_L4_TCP);
+	ts_data(s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 5, req + 5, rq - 5, rq - 5, 0,
+		REEL_L4_TCP);
+	if (client_gone)
+		ts_close(s, 0, T0 + 12, 800, 5, 1001, rq, 0);
+	ts_data(s, 1, T0 + 13, 900, 7, 1002, REEL_DIR_INGRESS, 5, NULL, rq - 5, 0, tw, REEL_L4_TCP);
+	if (client_gone) {
+		ts_close(s, 1, T0 + 40, 900, 7, 1002, 0, rq);
+		return;
+	}
+	if (!lose_resp)
+		ts_data(s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, 0,
+			REEL_L4_TCP);
+	ts_data(s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, NULL, rs, 0, tw, REEL_L4_TCP);
+	ts_close(s, 0, T0 + 30, 800, 5, 1001, rq, rs);
+	ts_close(s, 1, T0 + 31, 900, 7, 1002, rs, rq);
+}
+
+static void test_both_ends_twin_chunks(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[256], b1[256];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("twin.pcapng"));
+	REEL_OPTS(reel_pipeline_opts, oe, .each_end = true);
+	REEL_OPTS(reel_pipeline_opts, ol);
+	REEL_OPTS(reel_pipeline_opts, og);
+	struct run r = {0};
+	const char *req = "GET /twin HTTP/1.1\r\nHost: b\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+	char want[80];
+
+	(void)state;
+	build_twin(&s, req, resp, false, false);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"target\":\"/twin\",\"status\":200"));
+	assert_non_null(strstr(r.json, "\"hole\":false"));
+	assert_non_null(strstr(r.summary, "holes 0 (0 bytes missing)"));
+	snprintf(want, sizeof(want), "bytes taken from the other traced end (TWIN): %u",
+		 rq - 5 + 5 + rs);
+	assert_non_null(strstr(r.summary, want));
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("twin.pcapng"), 41002, &rb);
+	assert_int_equal(rb.dir[0].max_end, rq);
+	assert_int_equal(rb.dir[1].max_end, rs);
+	assert_memory_equal(b0, req, rq);
+	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+
+	/* each end's own view: both parse the whole exchange */
+	assert_int_equal(run_pipeline(&s, NULL, &oe, &r), 0);
+	assert_int_equal(count(r.json, "\"target\":\"/twin\",\"status\":200"), 2);
+	assert_int_equal(count(r.json, "\"hole\":true"), 0);
+	run_free(&r);
+	ts_free(&s);
+
+	/* the server's copy of the response lost: the client's TWIN chunk is a
+	 * hole, said to be lost at the other end */
+	build_twin(&s, req, resp, true, false);
+	assert_int_equal(run_pipeline(&s, NULL, &ol, &r), 0);
+	snprintf(want, sizeof(want), "lost at the traced peer (TWIN) %u", rs);
+	assert_non_null(strstr(r.summary, want));
+	run_free(&r);
+	ts_free(&s);
+
+	/* the client closed before the server's TWIN chunk: its window stays */
+	build_twin(&s, req, resp, false, true);
+	assert_int_equal(run_pipeline(&s, NULL, &og, &r), 0);
+	assert_non_null(strstr(r.summary, "holes 0 (0 bytes missing)"));
+	snprintf(want, sizeof(want), "bytes taken from the other traced end (TWIN): %u", rq);
+	assert_non_null(strstr(r.summary, want));
+	assert_non_null(strstr(r.json, "\"target\":\"/twin\""));
+	run_free(&r);
+	ts_free(&s);
+}
+
+/* The plaintext streams pair up like their sockets, so the exchange is one
+ * transaction (tls) and one plaintext flow in the packets. */
+static void test_both_ends_tls(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("bothtls.pcapng"));
+	struct run r = {0};
+
+	(void)state;
+	build_both_tls(&s);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	assert_non_null(strstr(r.json, "\"target\":\"/tls\",\"status\":200"));
+	assert_non_null(strstr(r.json, "\"peer_pid\":900,"));
+	assert_int_equal(count(r.json, "\"tls\":true}"), 1);
+	/* 4 sockets' views: 2 ciphertext, 2 plaintext; one of each is a mirror */
+	assert_int_equal(count(r.json, "\"type\":\"conn\""), 4);
+	assert_int_equal(count(r.json, "\"packets_from_conn\""), 2);
+	assert_int_equal(count(r.json, "\"txns_from_conn\""), 2);
+	assert_non_null(strstr(r.summary, "2 connections traced at both ends: counted once"));
+	/* one ciphertext flow and one plaintext flow: two handshakes */
+	{
+		char err[PCAP_ERRBUF_SIZE];
+		pcap_t *pc = pcap_open_offline(path_in_tmp("bothtls.pcapng"), err);
+		struct pcap_pkthdr *h;
+		const u_char *pkt;
+		int syn = 0;
+
+		assert_non_null(pc);
+		while (pcap_next_ex(pc, &h, &pkt) == 1) {
+			assert_true(h->caplen >= 40);
+			if (pkt[(pkt[0] & 15) * 4u + 13] & 0x02)
+				syn++;
+		}
+		pcap_close(pc);
+		assert_int_equal(syn, 4);
+	}
+	run_free(&r);
+	memset(&r, 0, sizeof(r));
+	{
+		REEL_OPTS(reel_pipeline_opts, o2, .each_end = true);
+
+		assert_int_equal(run_pipeline(&s, NULL, &o2, &r), 0);
+		assert_int_equal(count(r.json, "\"type\":\"txn\""), 2);
+		assert_int_equal(count(r.json, "\"tls\":true}"), 2);
+	}
+	run_free(&r);
+	ts_free(&s);
+}
+
+/* A socket accepted by a parent and served by its child after fork() (the
+ * postmaster/backend and dnsmasq TCP pattern): the parent closes its fd
+ * first; the child's view of the socket starts at position 0. One flow. */
+static void test_fork_shared_socket(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t b0[256], b1[256];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("fork.pcapng"));
+	struct run r = {0};
+	struct reel_ev_proc_fork fk;
+	const char *req = "GET /f HTTP/1.1\r\nHost: f\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 900, 7, 3003, 8080, 41001, REEL_ROLE_SERVER, REEL_L4_TCP);
+	memset(&fk, 0, sizeof(fk));
+	ts_hdr(&fk.hdr, REEL_EV_PROC_FORK, sizeof(fk), T0 + 2, 900);
+	fk.child_tgid = 901;
+	strcpy(fk.comm, "server");
+	ts_add(&s, REEL_REC_SAMPLE, 0, T0 + 2, &fk, sizeof(fk));
+	ts_close(&s, 0, T0 + 3, 900, 7, 3003, 0, 0);
+	/* the child: first seen on data (CONN_OPEN role unknown in the kernel's
+	 * stream; a DATA alone does the same here) */
+	ts_data(&s, 1, T0 + 1000, 901, 7, 3003, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 2000, 901, 7, 3003, REEL_DIR_EGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_close(&s, 1, T0 + 3000, 901, 7, 3003, rs, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_int_equal(count(r.json, "\"type\":\"conn\""), 2);
+	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("fork.pcapng"), 41001, &rb);
+	/* one handshake, request + ACK, response + ACK, one FIN exchange */
+	assert_int_equal(rb.syn, 2);
+	assert_int_equal(rb.fin, 2);
+	assert_int_equal(rb.packets, 3 + 4 + 3);
+	assert_int_equal(rb.dir[0].max_end, rq);
+	assert_int_equal(rb.dir[1].max_end, rs);
+	assert_memory_equal(b0, req, rq);
+	assert_memory_equal(b1, resp, rs);
+	run_free(&r);
+	ts_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_both_ends_one_flow),
+		cmocka_unit_test(test_both_ends_twin_gone),
+		cmocka_unit_test(test_both_ends_twin_chunks),
+		cmocka_unit_test(test_both_ends_tls),
+		cmocka_unit_test(test_fork_shared_socket),
+	};
+
+	return replay_test_main(tests, sizeof(tests) / sizeof(tests[0]));
+}
