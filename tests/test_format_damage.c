@@ -5,17 +5,14 @@
  * records), a footer trusted at open, and the regression corpus of
  * tests/data. Never a wrong record, at most the damaged block lost.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>

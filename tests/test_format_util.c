@@ -1,17 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Helpers shared by the test_format_* unit tests (see test_format_util.h). */
-#include <errno.h>
-#include <fcntl.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 

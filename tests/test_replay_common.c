@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Helpers shared by the test_replay_* unit tests (see test_replay_common.h). */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <pcap/pcap.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,9 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 

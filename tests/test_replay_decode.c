@@ -4,18 +4,12 @@
  * limits by ABI version, garbage, text and JSON output) and TCP reassembly
  * (out of order, duplicates, holes, bounds).
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 

@@ -5,19 +5,12 @@
  * the other end), both ends of a TLS connection with their plaintext, and
  * a socket accepted by a parent and served by its child after fork().
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <inttypes.h>
 #include <pcap/pcap.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 

@@ -9,7 +9,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <pcap/pcap.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 

@@ -4,8 +4,6 @@
  * checksums filled in later, the command line, every output, damaged input.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <inttypes.h>
 #include <pcap/pcap.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
