@@ -330,21 +330,176 @@ static int cmp_ival(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* What main sums over the files and connections. */
+struct tally {
+	bool allow_loss, whole;
+	uint64_t lost_rec[1024], lost_stats[1024];
+	uint64_t nlost, samples, compared, holes, hole_bytes, bad, stats_seen, cut, ovl, twin;
+};
+
+/* One file's records into the connections (on_*) and the loss tallies.
+ * 0, or 2 when the file cannot be opened. */
+static int read_file(const char *path, struct tally *t)
+{
+	struct reel_record rec;
+	struct reel_reader *r = reel_reader__open(path, NULL);
+	int rc;
+
+	if (!r) {
+		fprintf(stderr, "reel_check: %s: %s\n", path, reel_strerror(errno));
+		return 2;
+	}
+	while ((rc = reel_reader__next(r, &rec)) != 0) {
+		const uint8_t *p = rec.data;
+		struct reel_ev_hdr h;
+
+		if (rc < 0) {
+			errorf(NULL, "damaged block: %s", reel_reader__errmsg(r));
+			t->bad++;
+			continue;
+		}
+		if (rec.type == REEL_REC_LOST && rec.len >= sizeof(struct reel_lost)) {
+			struct reel_lost l;
+
+			memcpy(&l, p, sizeof(l));
+			if (rec.cpu < 1024)
+				t->lost_rec[rec.cpu] += l.lost;
+			t->nlost += l.lost;
+		} else if (rec.type == REEL_REC_STATS) {
+			for (uint32_t i = 0; i + sizeof(struct reel_cpu_stats) <= rec.len;
+			     i += sizeof(struct reel_cpu_stats)) {
+				struct reel_cpu_stats s;
+
+				memcpy(&s, p + i, sizeof(s));
+				if (s.cpu < 1024)
+					t->lost_stats[s.cpu] = s.lost;
+			}
+			t->stats_seen++;
+		} else if (rec.type == REEL_REC_SAMPLE && rec.len >= sizeof(h)) {
+			memcpy(&h, p, sizeof(h));
+			t->samples++;
+			if (h.abi_version != REEL_ABI_VERSION) {
+				errorf(NULL, "sample ABI version %u", h.abi_version);
+				continue;
+			}
+			if (h.kind == REEL_EV_DATA)
+				on_data(p, rec.len);
+			else if (h.kind == REEL_EV_CONN_OPEN)
+				on_open(p, rec.len);
+			else if (h.kind == REEL_EV_CONN_CLOSE)
+				on_close(p, rec.len);
+		}
+	}
+	reel_reader__close(r);
+	return 0;
+}
+
+/* One direction of one end: chunks tile [0, expect) (holes only with
+ * allowed loss), the close total agrees, nothing cut when whole. */
+static void check_stream(struct pconn *pc, int side, int dir, struct tally *t)
+{
+	struct stream *s = &pc->st[side][dir];
+	const char *sn = side ? "server" : "client", *dn = dir ? "in" : "out";
+	uint64_t at = 0;
+
+	if (s->n)
+		qsort(s->v, s->n, sizeof(*s->v), cmp_ival);
+	for (size_t k = 0; k < s->n; k++) {
+		if (s->v[k].pos > at) {
+			t->holes++;
+			t->hole_bytes += s->v[k].pos - at;
+			if (!t->allow_loss || !t->nlost)
+				errorf(pc, "%s %s: hole [%llu, %llu)", sn, dn,
+				       (unsigned long long)at, (unsigned long long)s->v[k].pos);
+		} else if (s->v[k].pos < at) {
+			errorf(pc, "%s %s: overlap at %llu", sn, dn,
+			       (unsigned long long)s->v[k].pos);
+		}
+		at = s->v[k].pos + s->v[k].len;
+	}
+	if (at != s->expect && !(t->allow_loss && t->nlost && at < s->expect))
+		errorf(pc, "%s %s: stream ends at %llu, peer moved %llu", sn, dn,
+		       (unsigned long long)at, (unsigned long long)s->expect);
+	if (pc->closed[side] && pc->close_tot[side][dir] != s->expect)
+		errorf(pc, "%s %s: CONN_CLOSE total %llu, peer moved %llu", sn, dn,
+		       (unsigned long long)pc->close_tot[side][dir], (unsigned long long)s->expect);
+	t->compared += s->compared;
+	t->cut += s->cut;
+	t->ovl += s->overload;
+	if (t->whole && s->cut)
+		errorf(pc, "%s %s: %llu bytes not captured (%llu by the overload control)", sn, dn,
+		       (unsigned long long)s->cut, (unsigned long long)s->overload);
+	if (verbose)
+		printf("conn %d %s/%s %s %s: %llu bytes, %llu compared, %llu truncated, %llu "
+		       "length-only, %zu chunks\n",
+		       pc->id, pc->proto, pc->variant, sn, dn, (unsigned long long)s->expect,
+		       (unsigned long long)s->compared, (unsigned long long)s->truncated,
+		       (unsigned long long)s->length_only, s->n);
+}
+
+/* One connection of the manifest: both ends opened and closed in their
+ * roles, every stream checked, TWIN chunks held by the other end, both
+ * ends' tcp_seq agreeing. Returns 1 when it failed. */
+static int check_conn(struct pconn *pc, struct tally *t)
+{
+	if (strcmp(pc->status, "ok")) {
+		printf("skip conn %d %s/%s: the peer reported a failure\n", pc->id, pc->proto,
+		       pc->variant);
+		return 0;
+	}
+	for (int side = 0; side < 2; side++) {
+		const char *sn = side ? "server" : "client";
+		int want_role = !is_udp(pc) ? (side ? REEL_ROLE_SERVER : REEL_ROLE_CLIENT) : -2;
+
+		if (!pc->opened[side])
+			errorf(pc, "%s: no CONN_OPEN", sn);
+		else if (want_role >= 0 && pc->role[side] != want_role)
+			errorf(pc, "%s: role %d, want %d", sn, pc->role[side], want_role);
+		if (!pc->closed[side])
+			errorf(pc, "%s: no CONN_CLOSE", sn);
+		for (int dir = 0; dir < 2; dir++)
+			check_stream(pc, side, dir, t);
+	}
+	/* TWIN chunks: the other end captured their bytes (compared above
+	 * with its chunks) */
+	for (int side = 0; side < 2; side++) {
+		for (int dir = 0; dir < 2; dir++) {
+			const struct stream *s = &pc->st[side][dir];
+			uint64_t miss = s->twin ? twin_uncovered(s, &pc->st[!side][!dir]) : 0;
+
+			t->twin += s->twin;
+			if (miss && !(t->allow_loss && t->nlost))
+				errorf(pc,
+				       "%s %s: %llu of %llu TWIN bytes not captured by the other "
+				       "end",
+				       side ? "server" : "client", dir ? "in" : "out",
+				       (unsigned long long)miss, (unsigned long long)s->twin);
+		}
+	}
+	/* the sender's write_seq and the receiver's copied_seq number the same
+	 * bytes: both ends of a direction must agree */
+	for (int dir = 0; dir < 2; dir++) {
+		struct stream *a = &pc->st[0][dir], *b = &pc->st[1][!dir];
+
+		if (a->has_seq_base && b->has_seq_base && a->seq_base != b->seq_base)
+			errorf(pc, "%s: client and server tcp_seq differ (%u vs %u)",
+			       dir ? "s2c" : "c2s", a->seq_base, b->seq_base);
+	}
+	return pc->errors ? 1 : 0;
+}
+
+static struct tally tally;
+
 int main(int argc, char **argv)
 {
-	bool allow_loss = false, whole = false;
-	struct reel_reader *r;
-	struct reel_record rec;
-	uint64_t lost_rec[1024] = {}, lost_stats[1024] = {}, nlost = 0, samples = 0;
-	uint64_t compared = 0, holes = 0, hole_bytes = 0, bad = 0, stats_seen = 0, cut = 0, ovl = 0,
-		 twin = 0;
-	int c, rc, fails = 0;
+	struct tally *t = &tally;
+	int c, fails = 0;
 
 	while ((c = getopt(argc, argv, "lvw")) != -1) {
 		if (c == 'l')
-			allow_loss = true;
+			t->allow_loss = true;
 		else if (c == 'w')
-			whole = true;
+			t->whole = true;
 		else if (c == 'v')
 			verbose = true;
 		else
@@ -359,179 +514,30 @@ int main(int argc, char **argv)
 	}
 	if (load_manifest(argv[argc - 1]))
 		return 2;
-	for (int fi = optind; fi < argc - 1; fi++) {
-		r = reel_reader__open(argv[fi], NULL);
-		if (!r) {
-			fprintf(stderr, "reel_check: %s: %s\n", argv[fi], reel_strerror(errno));
+	for (int fi = optind; fi < argc - 1; fi++)
+		if (read_file(argv[fi], t))
 			return 2;
-		}
-		while ((rc = reel_reader__next(r, &rec)) != 0) {
-			const uint8_t *p = rec.data;
-			struct reel_ev_hdr h;
-
-			if (rc < 0) {
-				errorf(NULL, "damaged block: %s", reel_reader__errmsg(r));
-				bad++;
-				continue;
-			}
-			if (rec.type == REEL_REC_LOST && rec.len >= sizeof(struct reel_lost)) {
-				struct reel_lost l;
-
-				memcpy(&l, p, sizeof(l));
-				if (rec.cpu < 1024)
-					lost_rec[rec.cpu] += l.lost;
-				nlost += l.lost;
-			} else if (rec.type == REEL_REC_STATS) {
-				for (uint32_t i = 0; i + sizeof(struct reel_cpu_stats) <= rec.len;
-				     i += sizeof(struct reel_cpu_stats)) {
-					struct reel_cpu_stats s;
-
-					memcpy(&s, p + i, sizeof(s));
-					if (s.cpu < 1024)
-						lost_stats[s.cpu] = s.lost;
-				}
-				stats_seen++;
-			} else if (rec.type == REEL_REC_SAMPLE && rec.len >= sizeof(h)) {
-				memcpy(&h, p, sizeof(h));
-				samples++;
-				if (h.abi_version != REEL_ABI_VERSION) {
-					errorf(NULL, "sample ABI version %u", h.abi_version);
-					continue;
-				}
-				if (h.kind == REEL_EV_DATA)
-					on_data(p, rec.len);
-				else if (h.kind == REEL_EV_CONN_OPEN)
-					on_open(p, rec.len);
-				else if (h.kind == REEL_EV_CONN_CLOSE)
-					on_close(p, rec.len);
-			}
-		}
-		reel_reader__close(r);
-	}
-
-	for (int i = 0; i < nconns; i++) {
-		struct pconn *pc = &conns[i];
-
-		if (strcmp(pc->status, "ok")) {
-			printf("skip conn %d %s/%s: the peer reported a failure\n", pc->id,
-			       pc->proto, pc->variant);
-			continue;
-		}
-		for (int side = 0; side < 2; side++) {
-			bool tcp_like = !is_udp(pc);
-			int want_role =
-				tcp_like ? (side ? REEL_ROLE_SERVER : REEL_ROLE_CLIENT) : -2;
-
-			if (!pc->opened[side])
-				errorf(pc, "%s: no CONN_OPEN", side ? "server" : "client");
-			else if (want_role >= 0 && pc->role[side] != want_role)
-				errorf(pc, "%s: role %d, want %d", side ? "server" : "client",
-				       pc->role[side], want_role);
-			if (!pc->closed[side])
-				errorf(pc, "%s: no CONN_CLOSE", side ? "server" : "client");
-			for (int dir = 0; dir < 2; dir++) {
-				struct stream *s = &pc->st[side][dir];
-				uint64_t at = 0;
-
-				if (s->n)
-					qsort(s->v, s->n, sizeof(*s->v), cmp_ival);
-				for (size_t k = 0; k < s->n; k++) {
-					if (s->v[k].pos > at) {
-						holes++;
-						hole_bytes += s->v[k].pos - at;
-						if (!allow_loss || !nlost)
-							errorf(pc, "%s %s: hole [%llu, %llu)",
-							       side ? "server" : "client",
-							       dir ? "in" : "out",
-							       (unsigned long long)at,
-							       (unsigned long long)s->v[k].pos);
-					} else if (s->v[k].pos < at) {
-						errorf(pc, "%s %s: overlap at %llu",
-						       side ? "server" : "client",
-						       dir ? "in" : "out",
-						       (unsigned long long)s->v[k].pos);
-					}
-					at = s->v[k].pos + s->v[k].len;
-				}
-				if (at != s->expect && !(allow_loss && nlost && at < s->expect))
-					errorf(pc, "%s %s: stream ends at %llu, peer moved %llu",
-					       side ? "server" : "client", dir ? "in" : "out",
-					       (unsigned long long)at,
-					       (unsigned long long)s->expect);
-				if (pc->closed[side] && pc->close_tot[side][dir] != s->expect)
-					errorf(pc, "%s %s: CONN_CLOSE total %llu, peer moved %llu",
-					       side ? "server" : "client", dir ? "in" : "out",
-					       (unsigned long long)pc->close_tot[side][dir],
-					       (unsigned long long)s->expect);
-				compared += s->compared;
-				cut += s->cut;
-				ovl += s->overload;
-				if (whole && s->cut)
-					errorf(pc,
-					       "%s %s: %llu bytes not captured (%llu by the "
-					       "overload control)",
-					       side ? "server" : "client", dir ? "in" : "out",
-					       (unsigned long long)s->cut,
-					       (unsigned long long)s->overload);
-				if (verbose)
-					printf("conn %d %s/%s %s %s: %llu bytes, %llu compared, "
-					       "%llu "
-					       "truncated, %llu length-only, %zu chunks\n",
-					       pc->id, pc->proto, pc->variant,
-					       side ? "server" : "client", dir ? "in" : "out",
-					       (unsigned long long)s->expect,
-					       (unsigned long long)s->compared,
-					       (unsigned long long)s->truncated,
-					       (unsigned long long)s->length_only, s->n);
-			}
-		}
-		/* TWIN chunks: the other end captured their bytes (compared
-		 * above with its chunks) */
-		for (int side = 0; side < 2; side++) {
-			for (int dir = 0; dir < 2; dir++) {
-				const struct stream *s = &pc->st[side][dir];
-				uint64_t miss =
-					s->twin ? twin_uncovered(s, &pc->st[!side][!dir]) : 0;
-
-				twin += s->twin;
-				if (miss && !(allow_loss && nlost))
-					errorf(pc,
-					       "%s %s: %llu of %llu TWIN bytes not captured by the "
-					       "other end",
-					       side ? "server" : "client", dir ? "in" : "out",
-					       (unsigned long long)miss,
-					       (unsigned long long)s->twin);
-			}
-		}
-		/* the sender's write_seq and the receiver's copied_seq number the
-		 * same bytes: both ends of a direction must agree */
-		for (int dir = 0; dir < 2; dir++) {
-			struct stream *a = &pc->st[0][dir], *b = &pc->st[1][!dir];
-
-			if (a->has_seq_base && b->has_seq_base && a->seq_base != b->seq_base)
-				errorf(pc, "%s: client and server tcp_seq differ (%u vs %u)",
-				       dir ? "s2c" : "c2s", a->seq_base, b->seq_base);
-		}
-		if (pc->errors)
-			fails++;
-	}
+	for (int i = 0; i < nconns; i++)
+		fails += check_conn(&conns[i], t);
 	for (int i = 0; i < 1024; i++) {
-		if (lost_rec[i] != lost_stats[i]) {
+		if (t->lost_rec[i] != t->lost_stats[i]) {
 			errorf(NULL, "cpu %d: LOST records sum %llu, kernel lost count %llu", i,
-			       (unsigned long long)lost_rec[i], (unsigned long long)lost_stats[i]);
+			       (unsigned long long)t->lost_rec[i],
+			       (unsigned long long)t->lost_stats[i]);
 			fails++;
 		}
 	}
-	if (!stats_seen) {
+	if (!t->stats_seen) {
 		errorf(NULL, "no STATS record");
 		fails++;
 	}
 	printf("reel_check: %d connections, %llu samples, %llu bytes compared, %llu truncated "
 	       "(%llu by overload), %llu twin, %llu LOST, %llu holes (%llu bytes), %llu damaged "
 	       "blocks: %s\n",
-	       nconns, (unsigned long long)samples, (unsigned long long)compared,
-	       (unsigned long long)cut, (unsigned long long)ovl, (unsigned long long)twin,
-	       (unsigned long long)nlost, (unsigned long long)holes, (unsigned long long)hole_bytes,
-	       (unsigned long long)bad, fails || bad ? "FAIL" : "ok");
-	return fails || bad ? 1 : 0;
+	       nconns, (unsigned long long)t->samples, (unsigned long long)t->compared,
+	       (unsigned long long)t->cut, (unsigned long long)t->ovl, (unsigned long long)t->twin,
+	       (unsigned long long)t->nlost, (unsigned long long)t->holes,
+	       (unsigned long long)t->hole_bytes, (unsigned long long)t->bad,
+	       fails || t->bad ? "FAIL" : "ok");
+	return fails || t->bad ? 1 : 0;
 }
