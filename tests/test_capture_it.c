@@ -46,30 +46,19 @@ static void print_log(const char *log)
 	}
 }
 
-/* One capture; with tolerate_loss, a capture with LOST records or OVERLOAD
- * chunks (the ring filled: bytes left out at their positions) is checked
- * allowing holes and their count returned (0: checked in full). */
-static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t snaplen,
-			     bool tolerate_loss)
+/* reelcap -w file --ring-pages 4096 [-s snap_arg] -- reel_peer --manifest
+ * manifest; skips the test when not root or the kernel refused the
+ * programs, fails it when reelcap (reel_peer's status) did not exit 0. */
+static void run_capture(const char *file, const char *manifest, const char *log,
+			const char *snap_arg)
 {
-	char dir[512], file[600], manifest[600], log[600];
 	const char *argv[16];
-	struct cit_conn *c = NULL;
-	struct cit_scan res;
-	uint64_t ends_with_data = 0, opens = 0, closes = 0, compared = 0, lo_bytes = 0;
-	uint64_t server_pids[NCONNS];
-	int n, st, k = 0, per_proto[CIT_PROTO_MAX] = {};
+	int st, k = 0;
 
 	if (geteuid() != 0) {
 		printf("not root: BPF capture needs root; skipped\n");
 		skip();
 	}
-	cit_errors = 0;
-	cit_workdir(name, dir, sizeof(dir));
-	snprintf(file, sizeof(file), "%s/cap.reel", dir);
-	snprintf(manifest, sizeof(manifest), "%s/manifest.txt", dir);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-
 	argv[k++] = REELCAP_BIN;
 	argv[k++] = "-q";
 	argv[k++] = "-w";
@@ -101,8 +90,15 @@ static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t sn
 	if (st != 0)
 		print_log(log);
 	assert_int_equal(st, 0); /* reelcap exits with reel_peer's status: 0 = all bytes ok */
+}
 
-	n = cit_manifest_load(manifest, &c);
+/* reel_peer's manifest: every connection it made, with the bytes and
+ * messages it was told to move, one client, a server process each. */
+static void check_manifest(const struct cit_conn *c, int n)
+{
+	uint64_t server_pids[NCONNS];
+	int per_proto[CIT_PROTO_MAX] = {};
+
 	assert_int_equal(n, NCONNS);
 	for (int i = 0; i < n; i++) {
 		uint64_t want = cit_is_udp(c[i].proto) ? DGRAM_BYTES : STREAM_BYTES;
@@ -119,23 +115,14 @@ static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t sn
 	}
 	for (int p = 0; p < CIT_PROTO_MAX; p++)
 		assert_int_equal(per_proto[p], conns_per_proto[p]);
+}
 
-	assert_int_equal(cit_scan_file(file, c, n, snaplen, &res), 0);
-	if (tolerate_loss && (res.lost_total || res.overload_events)) {
-		/* every event that arrived must still be exact */
-		cit_check_streams(c, n, snaplen, true);
-		cit_check_conn_events(c, n, true);
-		assert_int_equal(res.damaged_blocks + res.decode_errors, 0);
-		assert_int_equal(res.stray_data + res.stray_open + res.stray_close, 0);
-		assert_int_equal(cit_errors, 0);
-		cit_conns_free(c, n);
-		printf("%s: %llu OVERLOAD chunks (%llu bytes left out)\n", name,
-		       (unsigned long long)res.overload_events,
-		       (unsigned long long)res.overload_bytes);
-		return res.lost_total + res.overload_events;
-	}
-	cit_check_streams(c, n, snaplen, false);
-	cit_check_conn_events(c, n, false);
+/* Every byte of every stream compared, truncated or length-only (splice,
+ * sendfile's egress), every end opened, closed and with data. */
+static void check_bytes(const char *name, const struct cit_conn *c, int n,
+			const struct cit_scan *res)
+{
+	uint64_t ends_with_data = 0, opens = 0, closes = 0, compared = 0, lo_bytes = 0;
 
 	for (int i = 0; i < n; i++) {
 		for (int s = 0; s < 2; s++) {
@@ -170,56 +157,100 @@ static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t sn
 	printf("%s: %llu records, %llu samples, %llu bytes compared, %llu length-only bytes, "
 	       "%llu TRUNCATED and %llu LENGTH_ONLY chunks, %llu LOST in %llu records, %llu "
 	       "DROP records, %d failures\n",
-	       name, (unsigned long long)res.records, (unsigned long long)res.samples,
+	       name, (unsigned long long)res->records, (unsigned long long)res->samples,
 	       (unsigned long long)compared, (unsigned long long)lo_bytes,
-	       (unsigned long long)res.truncated_events, (unsigned long long)res.length_only_events,
-	       (unsigned long long)res.lost_total, (unsigned long long)res.lost_records,
-	       (unsigned long long)res.drop_records, cit_errors);
+	       (unsigned long long)res->truncated_events,
+	       (unsigned long long)res->length_only_events, (unsigned long long)res->lost_total,
+	       (unsigned long long)res->lost_records, (unsigned long long)res->drop_records,
+	       cit_errors);
 	assert_int_equal(cit_errors, 0);
-
-	/* file-level facts */
-	assert_int_equal(res.damaged_blocks, 0);
-	assert_int_equal(res.decode_errors, 0);
-	assert_int_equal(res.abi_version, REEL_ABI_VERSION);
-	assert_int_equal(res.snaplen, snaplen);
 	/* exact counts: 2 ends per connection, each opened, closed and with data */
 	assert_int_equal(ends_with_data, 2 * NCONNS);
 	assert_int_equal(opens, 2 * NCONNS);
 	assert_int_equal(closes, 2 * NCONNS);
-	assert_int_equal(res.stray_data + res.stray_open + res.stray_close, 0);
 	/* length-only: sendfile egress of both ends of 2 connections (tcp4, tcp6,
 	 * unix = 3), all 4 streams of the 3 splice connections */
 	assert_int_equal(lo_bytes, 3 * 2 * STREAM_BYTES + 3 * 4 * STREAM_BYTES);
+}
+
+/* The file's own facts: no damage, the ABI and snaplen, the processes, and
+ * nothing lost with the STATS record agreeing. */
+static void check_file_facts(const struct cit_scan *res, uint32_t snaplen)
+{
+	assert_int_equal(res->damaged_blocks, 0);
+	assert_int_equal(res->decode_errors, 0);
+	assert_int_equal(res->abi_version, REEL_ABI_VERSION);
+	assert_int_equal(res->snaplen, snaplen);
+	assert_int_equal(res->stray_data + res->stray_open + res->stray_close, 0);
 	/* the default captures every byte of every call (no TRUNCATED chunk
 	 * but the length-only ones); 1 MiB calls exceed a snaplen of 4096 */
 	if (snaplen)
-		assert_true(res.truncated_events > 0);
+		assert_true(res->truncated_events > 0);
 	else
-		assert_int_equal(res.truncated_events, 0);
-	assert_int_equal(res.overload_events, 0);
+		assert_int_equal(res->truncated_events, 0);
+	assert_int_equal(res->overload_events, 0);
 	/* processes: a fork and a clean exit per server, the client's exec and exit */
-	assert_int_equal(res.forks, NCONNS);
-	assert_int_equal(res.fork_bad, 0);
-	assert_int_equal(res.exits, NCONNS + 1);
-	assert_int_equal(res.exit_bad, 0);
+	assert_int_equal(res->forks, NCONNS);
+	assert_int_equal(res->fork_bad, 0);
+	assert_int_equal(res->exits, NCONNS + 1);
+	assert_int_equal(res->exit_bad, 0);
 #if defined(__SANITIZE_ADDRESS__)
 	/* LeakSanitizer forks a helper when the (sanitized) peer exits */
-	assert_true(res.fork_other <= 2);
+	assert_true(res->fork_other <= 2);
 #else
-	assert_int_equal(res.fork_other, 0);
+	assert_int_equal(res->fork_other, 0);
 #endif
-	assert_int_equal(res.exec_peer, 1);
-	assert_true(res.procs_client >= 1);
+	assert_int_equal(res->exec_peer, 1);
+	assert_true(res->procs_client >= 1);
 	/* nothing lost, and the STATS record agrees with the file */
-	assert_int_equal(res.lost_records, 0);
-	assert_int_equal(res.drop_records, 0);
-	assert_true(res.stats_records >= 1);
-	assert_int_equal(res.stats_samples, res.samples);
-	assert_int_equal(res.stats_sample_bytes, res.sample_bytes);
-	assert_int_equal(res.stats_dropped, 0);
+	assert_int_equal(res->lost_records, 0);
+	assert_int_equal(res->drop_records, 0);
+	assert_true(res->stats_records >= 1);
+	assert_int_equal(res->stats_samples, res->samples);
+	assert_int_equal(res->stats_sample_bytes, res->sample_bytes);
+	assert_int_equal(res->stats_dropped, 0);
 	for (int i = 0; i < 64; i++)
-		assert_int_equal(res.stats_lost_by_cpu[i], 0);
+		assert_int_equal(res->stats_lost_by_cpu[i], 0);
+}
 
+/* One capture; with tolerate_loss, a capture with LOST records or OVERLOAD
+ * chunks (the ring filled: bytes left out at their positions) is checked
+ * allowing holes and their count returned (0: checked in full). */
+static uint64_t capture_once(const char *name, const char *snap_arg, uint32_t snaplen,
+			     bool tolerate_loss)
+{
+	char dir[512], file[600], manifest[600], log[600];
+	struct cit_conn *c = NULL;
+	struct cit_scan res;
+	int n;
+
+	cit_errors = 0;
+	cit_workdir(name, dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/cap.reel", dir);
+	snprintf(manifest, sizeof(manifest), "%s/manifest.txt", dir);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	run_capture(file, manifest, log, snap_arg);
+	n = cit_manifest_load(manifest, &c);
+	check_manifest(c, n);
+
+	assert_int_equal(cit_scan_file(file, c, n, snaplen, &res), 0);
+	if (tolerate_loss && (res.lost_total || res.overload_events)) {
+		/* every event that arrived must still be exact */
+		cit_check_streams(c, n, snaplen, true);
+		cit_check_conn_events(c, n, true);
+		assert_int_equal(res.damaged_blocks + res.decode_errors, 0);
+		assert_int_equal(res.stray_data + res.stray_open + res.stray_close, 0);
+		assert_int_equal(cit_errors, 0);
+		cit_conns_free(c, n);
+		printf("%s: %llu OVERLOAD chunks (%llu bytes left out)\n", name,
+		       (unsigned long long)res.overload_events,
+		       (unsigned long long)res.overload_bytes);
+		return res.lost_total + res.overload_events;
+	}
+	cit_check_streams(c, n, snaplen, false);
+	cit_check_conn_events(c, n, false);
+	check_bytes(name, c, n, &res);
+	check_file_facts(&res, snaplen);
 	{
 		const char *v[] = {REELTOOL_BIN, "verify", file, NULL};
 
