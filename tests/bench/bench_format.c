@@ -298,110 +298,119 @@ static double zstd_decompress_frames(const char *path, size_t *out)
 	return t;
 }
 
-int main(int argc, char **argv)
+/* The synthetic capture: records over one arena, and the same records as
+ * raw record bytes (for the references). */
+struct stream {
+	struct rec *recs;
+	size_t nrec;
+	uint8_t *arena;
+	size_t arena_len;
+	uint8_t *raw;
+	size_t raw_len;
+};
+
+/* About `target` bytes of raw records: 1 in 20 an HTTP payload of 1-32 KiB,
+ * the rest small events. 0 or -1 (no memory). */
+static int make_stream(struct stream *st, size_t target)
 {
-	size_t target = (argc > 1 ? strtoull(argv[1], NULL, 0) : 256) << 20;
-	int level = argc > 2 ? atoi(argv[2]) : 1;
-	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-	char path[256], cpath[256], raw_path[256];
-	size_t nrec = 0, cap_rec = 1 << 20, arena_len = 0, raw_len = 0, zb1, zb3, cb, dz;
-	struct rec *recs = malloc(cap_rec * sizeof(*recs));
-	uint8_t *arena = malloc(target + (64 << 10)), *raw;
-	uint64_t ts = 1000000000ull, fb, cfb;
-	double tw, ctw, tz1, tz3, tr, ctr, tdz, tc1 = -1, tc3 = -1, cw, ccw, cz1, cz3;
+	size_t cap_rec = 1 << 20, o = 0;
+	uint64_t ts = 1000000000ull;
 
-	if (!recs || !arena)
-		return 1;
-	snprintf(path, sizeof(path), "%s/bench_format.%d.reel", dir, (int)getpid());
-	snprintf(cpath, sizeof(cpath), "%s/bench_format.%d.coded.reel", dir, (int)getpid());
-	snprintf(raw_path, sizeof(raw_path), "%s/bench_format.%d.raw", dir, (int)getpid());
-
-	/* the stream */
-	while (raw_len < target) {
+	memset(st, 0, sizeof(*st));
+	st->recs = malloc(cap_rec * sizeof(*st->recs));
+	st->arena = malloc(target + (64 << 10));
+	if (!st->recs || !st->arena)
+		return -1;
+	while (st->raw_len < target) {
 		struct rec *x;
 		size_t len;
-		uint32_t seq = (uint32_t)nrec;
+		uint32_t seq = (uint32_t)st->nrec;
 		const size_t hdr = sizeof(struct reel_ev_data);
+		uint8_t *at = st->arena + st->arena_len;
 
-		if (nrec == cap_rec) {
+		if (st->nrec == cap_rec) {
 			cap_rec *= 2;
-			recs = realloc(recs, cap_rec * sizeof(*recs));
-			if (!recs)
-				return 1;
+			st->recs = realloc(st->recs, cap_rec * sizeof(*st->recs));
+			if (!st->recs)
+				return -1;
 		}
-		x = &recs[nrec];
+		x = &st->recs[st->nrec];
 		x->cpu = rnd() % 4;
 		ts += 200 + rnd() % 2000;
 		x->ts = ts;
-		x->off = arena_len;
+		x->off = st->arena_len;
 		if (rnd() % 20 == 0) {
 			len = 1024 + rnd() % (31 * 1024);
-			if (arena_len + hdr + len > target + (64 << 10))
+			if (st->arena_len + hdr + len > target + (64 << 10))
 				break;
-			len = http_payload((char *)arena + arena_len + hdr, len, seq);
+			len = http_payload((char *)at + hdr, len, seq);
 		} else {
 			len = rnd() % 197;
-			if (arena_len + hdr + len > target + (64 << 10))
+			if (st->arena_len + hdr + len > target + (64 << 10))
 				break;
-			len = event_payload(arena + arena_len + hdr, len, seq);
+			len = event_payload(at + hdr, len, seq);
 		}
-		data_header(arena + arena_len, (uint32_t)len, ts);
+		data_header(at, (uint32_t)len, ts);
 		len += hdr;
 		x->len = (uint32_t)len;
-		arena_len += len;
-		raw_len += REEL_REC_HDR_SIZE + ((len + 7) & ~(size_t)7);
-		nrec++;
+		st->arena_len += len;
+		st->raw_len += REEL_REC_HDR_SIZE + ((len + 7) & ~(size_t)7);
+		st->nrec++;
 	}
-	/* the same stream as raw record bytes, for the references */
-	raw = calloc(1, raw_len);
-	{
-		size_t o = 0;
+	st->raw = calloc(1, st->raw_len);
+	if (!st->raw)
+		return -1;
+	for (size_t i = 0; i < st->nrec; i++) {
+		const struct rec *r = &st->recs[i];
+		struct reel_rec_hdr h = {
+			.type = REEL_REC_SAMPLE, .length = r->len, .cpu = r->cpu, .ts_ns = r->ts};
 
-		for (size_t i = 0; i < nrec; i++) {
-			struct reel_rec_hdr h = {.type = REEL_REC_SAMPLE,
-						 .length = recs[i].len,
-						 .cpu = recs[i].cpu,
-						 .ts_ns = recs[i].ts};
-
-			memcpy(raw + o, &h, sizeof(h));
-			memcpy(raw + o + sizeof(h), arena + recs[i].off, recs[i].len);
-			o += sizeof(h) + ((recs[i].len + 7) & ~7u);
-		}
+		memcpy(st->raw + o, &h, sizeof(h));
+		memcpy(st->raw + o + sizeof(h), st->arena + r->off, r->len);
+		o += sizeof(h) + ((r->len + 7) & ~7u);
 	}
-	printf("stream: %zu records, %.1f MiB raw (payloads %.1f MiB), level %d, files in %s\n",
-	       nrec, raw_len / 1048576.0, arena_len / 1048576.0, level, dir);
+	return 0;
+}
 
-	/* the writers and the in-process references, interleaved, best of 3: the
-	 * machine's load changes less within a round than across the run */
+/* Writer timings (coded and not) against libzstd and the zstd CLI,
+ * interleaved, best of 3: the machine's load changes less within a round
+ * than across the run. */
+static void bench_writers(const struct stream *st, int level, const char *path, const char *cpath,
+			  const char *raw_path)
+{
+	const size_t raw_len = st->raw_len;
+	double tw, ctw, tz1, tz3, tc1 = -1, tc3 = -1, cw, ccw, cz1, cz3;
+	size_t zb1, zb3, cb = 0;
+	uint64_t fb, cfb;
+
 	tw = ctw = tz1 = tz3 = cw = ccw = cz1 = cz3 = 1e9;
 	for (int round = 0; round < 3; round++) {
 		double t, c;
 
-		run_writer(path, recs, nrec, arena, level, NULL, &t, &c, &fb);
+		run_writer(path, st->recs, st->nrec, st->arena, level, NULL, &t, &c, &fb);
 		tw = t < tw ? t : tw;
 		cw = c < cw ? c : cw;
-		run_writer(cpath, recs, nrec, arena, level, &reel_abi_coding, &t, &c, &cfb);
+		run_writer(cpath, st->recs, st->nrec, st->arena, level, &reel_abi_coding, &t, &c,
+			   &cfb);
 		ctw = t < ctw ? t : ctw;
 		ccw = c < ccw ? c : ccw;
-		t = zstd_chunks(raw, raw_len, 1, &zb1, &c);
+		t = zstd_chunks(st->raw, raw_len, 1, &zb1, &c);
 		tz1 = t < tz1 ? t : tz1;
 		cz1 = c < cz1 ? c : cz1;
-		t = zstd_chunks(raw, raw_len, 3, &zb3, &c);
+		t = zstd_chunks(st->raw, raw_len, 3, &zb3, &c);
 		tz3 = t < tz3 ? t : tz3;
 		cz3 = c < cz3 ? c : cz3;
 	}
 	{
 		int fd = open(raw_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		size_t cb1 = 0, cb3 = 0;
+		size_t cb3 = 0;
 
-		if (fd >= 0 && write(fd, raw, raw_len) == (ssize_t)raw_len && !close(fd) &&
+		if (fd >= 0 && write(fd, st->raw, raw_len) == (ssize_t)raw_len && !close(fd) &&
 		    system("zstd --version >/dev/null 2>&1") == 0) {
-			tc1 = zstd_cli(raw_path, 1, &cb1);
+			tc1 = zstd_cli(raw_path, 1, &cb);
 			tc3 = zstd_cli(raw_path, 3, &cb3);
 		}
 		unlink(raw_path);
-		cb = cb1;
-		(void)cb3;
 	}
 
 #define MBS(t) (raw_len / 1e6 / (t))
@@ -440,14 +449,21 @@ int main(int argc, char **argv)
 		if (tc1 > 0 && level < 3)
 			printf("RATIO writer (not coded) speed / zstd -1 CLI: %.2f\n", tc1 / tw);
 	}
+#undef MBS
+}
 
-	/* readers: one core, mmap, every record; interleaved, best of 3 */
-	tr = ctr = tdz = 1e9;
+/* Reader timings (one core, mmap, every record) against libzstd's
+ * decompression of the frames; interleaved, best of 3. */
+static void bench_readers(const struct stream *st, const char *path, const char *cpath)
+{
+	double tr = 1e9, ctr = 1e9, tdz = 1e9;
+	size_t dz = 0;
+
 	for (int round = 0; round < 3; round++) {
-		double t = run_reader(path, nrec, raw_len);
+		double t = run_reader(path, st->nrec, st->raw_len);
 
 		tr = t < tr ? t : tr;
-		t = run_reader(cpath, nrec, raw_len);
+		t = run_reader(cpath, st->nrec, st->raw_len);
 		ctr = t < ctr ? t : ctr;
 		t = zstd_decompress_frames(path, &dz);
 		tdz = t < tdz ? t : tdz;
@@ -456,15 +472,34 @@ int main(int argc, char **argv)
 	       dz / 1e9 / tdz, dz);
 	printf("reader, records coded:  %.2f GB/s raw record bytes, %.1f M records/s (target >= 1 "
 	       "GB/s)\n",
-	       raw_len / 1e9 / ctr, nrec / 1e6 / ctr);
+	       st->raw_len / 1e9 / ctr, st->nrec / 1e6 / ctr);
 	printf("reader, not coded:      %.2f GB/s raw record bytes, %.1f M records/s\n",
-	       raw_len / 1e9 / tr, nrec / 1e6 / tr);
+	       st->raw_len / 1e9 / tr, st->nrec / 1e6 / tr);
 	printf("RATIO reader speed (not coded) / libzstd decompress:  %.2f\n", tdz / tr);
 	printf("RATIO reader speed, coded / not coded:                %.2f\n", tr / ctr);
+}
+
+int main(int argc, char **argv)
+{
+	size_t target = (argc > 1 ? strtoull(argv[1], NULL, 0) : 256) << 20;
+	int level = argc > 2 ? atoi(argv[2]) : 1;
+	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	char path[256], cpath[256], raw_path[256];
+	struct stream st;
+
+	if (make_stream(&st, target))
+		return 1;
+	snprintf(path, sizeof(path), "%s/bench_format.%d.reel", dir, (int)getpid());
+	snprintf(cpath, sizeof(cpath), "%s/bench_format.%d.coded.reel", dir, (int)getpid());
+	snprintf(raw_path, sizeof(raw_path), "%s/bench_format.%d.raw", dir, (int)getpid());
+	printf("stream: %zu records, %.1f MiB raw (payloads %.1f MiB), level %d, files in %s\n",
+	       st.nrec, st.raw_len / 1048576.0, st.arena_len / 1048576.0, level, dir);
+	bench_writers(&st, level, path, cpath, raw_path);
+	bench_readers(&st, path, cpath);
 	unlink(path);
 	unlink(cpath);
-	free(raw);
-	free(arena);
-	free(recs);
+	free(st.raw);
+	free(st.arena);
+	free(st.recs);
 	return 0;
 }
