@@ -29,6 +29,14 @@ struct tobj {
 	int32_t err;
 	uint32_t nhooks;
 	char *path, *version, *note; /* TLS objects only */
+	/* its dynamic section, for tlsdisc_scan_program (obj_dyn): the run
+	 * path ("" for none), then nneeded DT_NEEDED names, each NUL-ended */
+	char *dyn;
+	uint32_t nneeded;
+	int8_t dyn_state; /* 0 not read yet, 1 in dyn, -1 not a dynamic ELF */
+	int8_t is_rpath;
+	uint64_t dyn_size;    /* the file's size and mtime when dyn was read: */
+	int64_t dyn_mtime_ns; /* a file rewritten, or a new one on a reused inode, is read again */
 };
 
 struct tproc {
@@ -114,6 +122,7 @@ void tlsdisc_free(struct tlsdisc *d)
 		free(d->objs[i].path);
 		free(d->objs[i].version);
 		free(d->objs[i].note);
+		free(d->objs[i].dyn);
 	}
 	free(d->objs);
 	free(d->procs);
@@ -567,6 +576,61 @@ int tlsdisc_scan_file(struct tlsdisc *d, const char *path)
 	return err ? err : t->kind != 0;
 }
 
+/* The dynamic section facts of t, read from `full` once per object and
+ * version of it (size, mtime): libelf maps the file, and unmapping it costs
+ * a TLB shootdown on every CPU; reading them again on every exec cost 8 ms
+ * of CPU per /bin/true. 0, or -1 (not a dynamic ELF, or the file cannot be
+ * read now). */
+static int obj_dyn(struct tobj *t, const char *full)
+{
+	struct elfobj *e;
+	struct stat st;
+	const char *rp;
+	size_t len;
+	char *p;
+	int fd, is_rpath = 0;
+
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (t->dyn_state && t->dyn_size == (uint64_t)st.st_size &&
+	    t->dyn_mtime_ns == st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec) {
+		close(fd);
+		return t->dyn_state > 0 ? 0 : -1;
+	}
+	free(t->dyn);
+	t->dyn = NULL;
+	t->nneeded = 0;
+	t->dyn_size = (uint64_t)st.st_size;
+	t->dyn_mtime_ns = st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+	t->dyn_state = -1;
+	e = elfobj_open(fd);
+	if (!e) {
+		close(fd);
+		return -1;
+	}
+	rp = elfobj_runpath(e, &is_rpath);
+	len = strlen(rp ? rp : "") + 1;
+	for (int i = 0; elfobj_needed(e, i); i++)
+		len += strlen(elfobj_needed(e, i)) + 1;
+	t->dyn = malloc(len);
+	if (t->dyn) {
+		p = stpcpy(t->dyn, rp ? rp : "") + 1;
+		for (int i = 0; elfobj_needed(e, i); i++, t->nneeded++)
+			p = stpcpy(p, elfobj_needed(e, i)) + 1;
+		t->is_rpath = (int8_t)is_rpath;
+		t->dyn_state = 1;
+	} else {
+		t->dyn_state = 0; /* try again next time */
+	}
+	elfobj_close(e);
+	close(fd);
+	return t->dyn ? 0 : -1;
+}
+
 int tlsdisc_scan_program(struct tlsdisc *d, uint32_t pid, const char *root, const char *exe,
 			 const char *ld_library_path)
 {
@@ -585,11 +649,9 @@ int tlsdisc_scan_program(struct tlsdisc *d, uint32_t pid, const char *root, cons
 	nq++;
 	for (; head < nq; head++) {
 		char full[4200], found[4200], dir[4096];
-		const char *s, *rp;
-		struct elfobj *e;
+		const char *s, *rp, *need;
 		struct tobj *t;
-		struct stat st;
-		int fd, is_rpath, r;
+		int r;
 
 		r = scan_path(d, root, queue[head], &t);
 		if (r) {
@@ -602,32 +664,24 @@ int tlsdisc_scan_program(struct tlsdisc *d, uint32_t pid, const char *root, cons
 		if (p)
 			add_ref(p, t);
 		snprintf(full, sizeof(full), "%s%s", root, queue[head]);
-		fd = open(full, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st)) {
-			if (fd >= 0)
-				close(fd);
+		if (obj_dyn(t, full))
 			continue;
-		}
-		e = elfobj_open(fd);
-		if (!e) {
-			close(fd);
-			continue;
-		}
 		s = strrchr(queue[head], '/');
 		snprintf(dir, sizeof(dir), "%.*s", s ? (int)(s - queue[head]) : 0, queue[head]);
-		rp = elfobj_runpath(e, &is_rpath);
-		for (int i = 0; elfobj_needed(e, i) && nq < CLOSURE_MAX; i++) {
+		rp = t->dyn[0] ? t->dyn : NULL;
+		need = t->dyn + strlen(t->dyn) + 1;
+		for (uint32_t i = 0; i < t->nneeded && nq < CLOSURE_MAX;
+		     i++, need += strlen(need) + 1) {
 			struct ldpath_ctx lc = {.root = root,
 						.origin = dir,
 						.runpath = rp,
-						.is_rpath = is_rpath,
+						.is_rpath = t->is_rpath,
 						.ld_library_path = ld_library_path};
 			struct stat ls;
 			size_t rl = strlen(root);
 			int k;
 
-			if (ldpath_find(&lc, elfobj_needed(e, i), found, sizeof(found)) ||
-			    stat(found, &ls))
+			if (ldpath_find(&lc, need, found, sizeof(found)) || stat(found, &ls))
 				continue;
 			for (k = 0; k < nseen; k++)
 				if (seen[k][0] == ls.st_dev && seen[k][1] == ls.st_ino)
@@ -641,8 +695,6 @@ int tlsdisc_scan_program(struct tlsdisc *d, uint32_t pid, const char *root, cons
 			if (queue[nq])
 				nq++;
 		}
-		elfobj_close(e);
-		close(fd);
 	}
 	for (int i = 0; i < nq; i++)
 		free(queue[i]);

@@ -729,6 +729,66 @@ static void test_live_process(void **state)
 	tlsdisc_free(d);
 }
 
+/* tlsdisc_scan_program walks the program's DT_NEEDED closure as ld.so would
+ * and finds libssl in it. The dynamic sections are read once per object and
+ * version (dev, ino, size, mtime): a copy of the openssl binary scanned, then
+ * overwritten in place with zeros and given its mtime back, scans the same
+ * from what was read the first time (a new process of the same program costs
+ * no ELF parse); with another mtime, the zeros are read. */
+static void test_program_closure(void **state)
+{
+	struct emitted e = {};
+	struct tlsdisc_opts o = {.sz = sizeof(o), .emit = on_emit, .emit_ctx = &e};
+	struct tlsdisc_stats st0, st1;
+	char path[] = "/tmp/reel_tlsdisc_XXXXXX", cmd[256];
+	static char zeros[1 << 16];
+	struct timespec ts[2];
+	struct tlsdisc *d;
+	struct stat sb;
+	int fd;
+
+	(void)state;
+	if (!have_file("/usr/bin/openssl") || !have_file(LIBDIR "/libssl.so.3"))
+		skip();
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "cp /usr/bin/openssl %s", path);
+	assert_int_equal(system(cmd), 0);
+	d = tlsdisc_new(&o);
+	assert_non_null(d);
+	assert_int_equal(tlsdisc_scan_program(d, 0, "", path, NULL), 1);
+	assert_int_equal(e.libs, 1);
+	assert_int_equal(e.lib.kind, REEL_TLS_OPENSSL);
+	tlsdisc_stats(d, &st0);
+	assert_true(st0.objects >= 3); /* the program, libssl, libcrypto, libc... */
+	/* the same inode, size and mtime, no longer an ELF */
+	assert_int_equal(stat(path, &sb), 0);
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	for (off_t at = 0; at < sb.st_size;) {
+		size_t n = sb.st_size - at < (off_t)sizeof(zeros) ? (size_t)(sb.st_size - at)
+								  : sizeof(zeros);
+
+		assert_int_equal(write(fd, zeros, n), (ssize_t)n);
+		at += (off_t)n;
+	}
+	ts[0] = sb.st_atim;
+	ts[1] = sb.st_mtim;
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+	assert_int_equal(tlsdisc_scan_program(d, 0, "", path, NULL), 1);
+	tlsdisc_stats(d, &st1);
+	assert_int_equal(st1.objects, st0.objects);
+	assert_int_equal(e.libs, 1);
+	/* another mtime: read again, not an ELF, no closure */
+	ts[1].tv_sec -= 10;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	assert_int_equal(tlsdisc_scan_program(d, 0, "", path, NULL), 0);
+	unlink(path);
+	tlsdisc_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -738,7 +798,7 @@ int main(void)
 		cmocka_unit_test(test_gnutls),	       cmocka_unit_test(test_boringssl),
 		cmocka_unit_test(test_not_tls),	       cmocka_unit_test(test_pclntab_layouts),
 		cmocka_unit_test(test_buildinfo),      cmocka_unit_test(test_ldpath),
-		cmocka_unit_test(test_live_process),
+		cmocka_unit_test(test_live_process),   cmocka_unit_test(test_program_closure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
