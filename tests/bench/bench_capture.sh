@@ -41,6 +41,7 @@
 # a) (default none), BENCH_PCAP_DIR where tcpdump writes in a) (default the
 # bench's temp dir, as reelcap; 64 KiB bodies: GBs a round, deleted after it),
 # BENCH_D_BODIES / BENCH_D_RATE / BENCH_D_SCOPE (server or both) for d),
+# BENCH_B_ARGS extra reelcap options in b) (e.g. --no-twin),
 # BENCH_PORT nginx's port (default 18480; the both-ends floor filters on PORT+1,
 # BENCH_NOPORT), BENCH_VERBOSE=1 prints every round of a).
 # A full run with the defaults takes about 15-20 minutes (a: 2 bodies x 5 cycles
@@ -254,7 +255,10 @@ pair() {
 	local reel_cpu reel_mb reel_events reel_load perf_cpu perf_mb perf_events perf_load perf_lost
 	# reelcap
 	rm -f "$W/b.reel"
-	$CPUTIME "$W/b_reel.cpu" "$REELCAP" -w "$W/b.reel" 2>"$W/b_reel.log" &
+	# BENCH_B_ARGS: extra reelcap options (e.g. --no-twin: evgen's reads then
+	# carry their payload, as perf's ring data would if it had any)
+	# shellcheck disable=SC2086 # options are words
+	$CPUTIME "$W/b_reel.cpu" "$REELCAP" -w "$W/b.reel" ${BENCH_B_ARGS:-} 2>"$W/b_reel.log" &
 	TRACER_PID=$!
 	for _ in $(seq 200); do
 		grep -qs "capturing to" "$W/b_reel.log" && break
