@@ -1,5 +1,5 @@
 # The tree's layout rules (tools/check_layout.py): no source file over 1,500
-# lines (tests/ included), no function outside tests/ over 150 lines, no file outside
+# lines (tests/ included), no function over 150 lines (tests/ too), no file outside
 # format/ (replay/) including a header internal to it but the white-box
 # tests it names.
 find_package(Python3 COMPONENTS Interpreter)
