@@ -217,32 +217,6 @@ bool cap_out_behind(const struct cap_out *out)
 	return st.queue_blocks && st.queued * 2 >= st.queue_blocks;
 }
 
-/* out_write while the drain is behind: searching the window for a repeat
- * hashes every byte of a long payload and copies it, in the thread the
- * rings wait for; the payload goes in whole instead (still counted in the
- * window, FORMAT.md 4.4), and the stats say how many did. */
-static int out_write_hurried(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts,
-			     const void *a, uint32_t alen, const void *b, uint32_t blen)
-{
-	uint32_t plen = 0;
-
-	if (type == REEL_REC_SAMPLE && !blen && alen > sizeof(struct reel_ev_data)) {
-		uint16_t kind;
-
-		memcpy(&kind, (const uint8_t *)a + offsetof(struct reel_ev_hdr, kind),
-		       sizeof(kind));
-		if (kind == REEL_EV_DATA)
-			plen = alen - (uint32_t)sizeof(struct reel_ev_data);
-	} else if (type == REEL_REC_FILL) {
-		plen = blen;
-	}
-	if (plen >= out->o->dedup_min) {
-		out->hs.payloads++;
-		out->hs.bytes += plen;
-	}
-	return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
-}
-
 void cap_out_set_hurry(struct cap_out *out, bool on)
 {
 	if (on && !out->hurry)
@@ -255,29 +229,47 @@ void cap_out_hurry_stats(const struct cap_out *out, struct cap_hurry_stats *hs)
 	*hs = out->hs;
 }
 
-/* The writer's append, with what may repeat split off as the second part
+/* A record as the writer's two parts, the second the one that may repeat
  * (FORMAT.md 4.4): a DATA event's captured bytes after its header
- * (bpf/ABI.md), a FILL record's file bytes after its struct reel_fill. */
-static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
-		     uint32_t alen, const void *b, uint32_t blen)
+ * (bpf/ABI.md), a FILL record's file bytes after its struct reel_fill.
+ * false: nothing in it may repeat. */
+static bool repeatable_split(uint16_t type, const void **a, uint32_t *alen, const void **b,
+			     uint32_t *blen)
 {
-	if (out->hurry && out->o->dedup_min)
-		return out_write_hurried(out, type, cpu, ts, a, alen, b, blen);
-	if (type == REEL_REC_SAMPLE && !blen && alen > sizeof(struct reel_ev_data)) {
-		const uint8_t *p = a;
+	if (type == REEL_REC_SAMPLE && !*blen && *alen > sizeof(struct reel_ev_data)) {
+		const uint8_t *p = *a;
 		uint16_t kind;
 
 		/* a perf sample's data is 4-byte aligned: no struct access */
 		memcpy(&kind, p + offsetof(struct reel_ev_hdr, kind), sizeof(kind));
-		if (kind == REEL_EV_DATA)
-			return reel_writer__append_dedup(
-				out->w, type, 0, cpu, ts, p, sizeof(struct reel_ev_data),
-				p + sizeof(struct reel_ev_data),
-				alen - (uint32_t)sizeof(struct reel_ev_data));
+		if (kind != REEL_EV_DATA)
+			return false;
+		*b = p + sizeof(struct reel_ev_data);
+		*blen = *alen - (uint32_t)sizeof(struct reel_ev_data);
+		*alen = sizeof(struct reel_ev_data);
+		return true;
 	}
-	if (type == REEL_REC_FILL && blen)
-		return reel_writer__append_dedup(out->w, type, 0, cpu, ts, a, alen, b, blen);
-	return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+	return type == REEL_REC_FILL && *blen;
+}
+
+/* The writer's append, the repeatable part searched for in the file's
+ * window; while the drain is behind (cap_out_set_hurry) it goes in whole,
+ * still counted in the window, and the stats say how many did: the search
+ * hashes every byte of a long payload and copies it, in the thread the
+ * rings wait for. */
+static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
+		     uint32_t alen, const void *b, uint32_t blen)
+{
+	if (!repeatable_split(type, &a, &alen, &b, &blen))
+		return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+	if (out->hurry && out->o->dedup_min) {
+		if (blen >= out->o->dedup_min) {
+			out->hs.payloads++;
+			out->hs.bytes += blen;
+		}
+		return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
+	}
+	return reel_writer__append_dedup(out->w, type, 0, cpu, ts, a, alen, b, blen);
 }
 
 int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
