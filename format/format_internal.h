@@ -275,21 +275,25 @@ void reel_level_after(struct reel_level *lv, int rung, size_t len, uint64_t comp
 struct reel_dedup;
 struct reel_dedup_loc {
 	uint32_t block, index, off;
+	uint64_t hash; /* reel_hash64 of the bytes found */
 };
 struct reel_dedup *reel_dedup_new(uint32_t min, uint64_t window);
 void reel_dedup_free(struct reel_dedup *d);
 /* A new file: the window empties. */
 void reel_dedup_reset(struct reel_dedup *d);
 uint32_t reel_dedup_min(const struct reel_dedup *d);
-/* 1 and *loc when an earlier record in the window holds p[0..len) (hash h),
- * checked byte for byte; else 0. */
-int reel_dedup_find(struct reel_dedup *d, const void *p, uint32_t len, uint64_t h,
+/* The lookup key of p[0..len), len >= 8: reads at most 48 words of it. */
+uint64_t reel_dedup_key(const void *p, uint32_t len);
+/* 1 and *loc when an earlier record in the window holds p[0..len) (lookup
+ * key `key`), checked byte for byte; else 0. */
+int reel_dedup_find(struct reel_dedup *d, const void *p, uint32_t len, uint64_t key,
 		    struct reel_dedup_loc *loc);
 /* A record of reclen payload bytes went into block `block` as record
- * `index`; when cand, its bytes [off, off + len) (cand, hash h) may be
- * referred to later. Records under the minimum do not enter the window. */
+ * `index`; when cand, its bytes [off, off + len) (cand, lookup key `key`)
+ * may be referred to later. Records under the minimum do not enter the
+ * window. */
 void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint32_t index,
-		    const void *cand, uint32_t off, uint32_t len, uint64_t h);
+		    const void *cand, uint32_t off, uint32_t len, uint64_t key);
 /* Test hook: every payload falls in one hash bucket and only the byte
  * comparison tells them apart. */
 void reel_dedup__test_collide(struct reel_dedup *d, bool on);

@@ -6,7 +6,11 @@
  * whose payload is dedup_min bytes or more (REF records aside) enters it in
  * file order, and the oldest leave while the payloads in it add up to more
  * than dedup_window bytes. Only the parts a caller offered as repeatable are
- * kept (a copy, to compare byte for byte) and found by their hash. The
+ * kept (a copy, to compare byte for byte) and found by a key that reads
+ * only a few of their words (reel_dedup_key): a lookup costs the same
+ * whatever the length, and the byte comparison decides. The hash a REF
+ * record carries is computed once per target, the first time one refers to
+ * it, and kept with it: a payload never repeated is never hashed. The
  * copies live in one buffer of the window's size used as a ring (allocated
  * once: a malloc and free per payload cost page faults, 16 times the copy
  * into the block); an entry whose copy is in the way of a new one leaves
@@ -72,11 +76,41 @@ uint64_t reel_hash64(const void *p, size_t len)
 	return mix(h);
 }
 
+/* The lookup key: the length, the first and last 64 bytes and 16 words
+ * spread between them. Payloads that differ only elsewhere share a key (and
+ * a bucket): the byte comparison tells them apart, and a bucket keeps its
+ * last CHAIN entries (each entry points at the one before it). */
+uint64_t reel_dedup_key(const void *p, uint32_t len)
+{
+	const uint8_t *s = p;
+	uint64_t h = P3 + len;
+
+	if (len < 128) {
+		for (uint32_t i = 0; i + 8 <= len; i += 8)
+			h = rotl(h ^ lane(0, rd64(s + i)), 27) * P1;
+		if (len >= 8)
+			h = rotl(h ^ lane(0, rd64(s + len - 8)), 27) * P1;
+		return mix(h);
+	}
+	for (uint32_t i = 0; i < 64; i += 8) {
+		h = rotl(h ^ lane(0, rd64(s + i)), 27) * P1;
+		h = rotl(h ^ lane(0, rd64(s + len - 64 + i)), 27) * P1;
+	}
+	for (uint64_t i = 1; i <= 16; i++)
+		h = rotl(h ^ lane(0, rd64(s + (len - 8) * i / 17)), 27) * P1;
+	return mix(h);
+}
+
+#define CHAIN 4
+
 struct dd_ent {
-	uint64_t hash;
+	uint64_t key;
+	uint64_t prev; /* sequence number + 1 of the bucket's entry before */
+	uint64_t hash; /* reel_hash64 of the copy, once hashed */
 	uint8_t *copy; /* NULL: counted in the window, never referred to */
 	uint32_t acct; /* the record's payload length */
 	uint32_t block, index, off, len;
+	bool hashed;
 };
 
 struct reel_dedup {
@@ -161,18 +195,28 @@ static size_t bucket(const struct reel_dedup *d, uint64_t h)
 	return d->collide ? 0 : (size_t)(h ^ (h >> 29)) & d->tabmask;
 }
 
-int reel_dedup_find(struct reel_dedup *d, const void *p, uint32_t len, uint64_t h,
+int reel_dedup_find(struct reel_dedup *d, const void *p, uint32_t len, uint64_t key,
 		    struct reel_dedup_loc *loc)
 {
-	uint64_t s = d->tab[bucket(d, h)];
-	const struct dd_ent *e;
+	uint64_t s = d->tab[bucket(d, key)];
+	struct dd_ent *e = NULL;
 
-	if (!s || s - 1 < d->seq0 || s - 1 - d->seq0 >= d->n)
+	for (int i = 0; i < CHAIN && s && s - 1 >= d->seq0 && s - 1 - d->seq0 < d->n; i++) {
+		e = &d->ring[(d->head + (s - 1 - d->seq0)) & (d->cap - 1)];
+		/* the test hook leaves the byte comparison alone to tell them apart */
+		if (e->copy && e->len == len && (d->collide || e->key == key) &&
+		    !memcmp(e->copy, p, len))
+			break;
+		s = e->prev;
+		e = NULL;
+	}
+	if (!e)
 		return 0;
-	e = &d->ring[(d->head + (s - 1 - d->seq0)) & (d->cap - 1)];
-	/* the test hook leaves the byte comparison alone to tell them apart */
-	if (!e->copy || e->len != len || (!d->collide && e->hash != h) || memcmp(e->copy, p, len))
-		return 0;
+	if (!e->hashed) {
+		e->hash = reel_hash64(e->copy, e->len);
+		e->hashed = true;
+	}
+	loc->hash = e->hash;
 	loc->block = e->block;
 	loc->index = e->index;
 	loc->off = e->off;
@@ -200,9 +244,15 @@ static int grow(struct reel_dedup *d)
 			free(d->tab);
 			d->tab = t;
 			d->tabmask = ncap * 2 - 1;
-			for (size_t i = 0; i < d->n; i++)
-				if (d->ring[i].copy)
-					d->tab[bucket(d, d->ring[i].hash)] = d->seq0 + i + 1;
+			/* oldest first, so each bucket's chain is rebuilt in order */
+			for (size_t i = 0; i < d->n; i++) {
+				struct dd_ent *e = &d->ring[i];
+
+				if (!e->copy)
+					continue;
+				e->prev = d->tab[bucket(d, e->key)];
+				d->tab[bucket(d, e->key)] = d->seq0 + i + 1;
+			}
 		}
 	}
 	return 0;
@@ -252,7 +302,7 @@ static uint8_t *ring_alloc(struct reel_dedup *d, uint32_t len)
 }
 
 void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint32_t index,
-		    const void *cand, uint32_t off, uint32_t len, uint64_t h)
+		    const void *cand, uint32_t off, uint32_t len, uint64_t key)
 {
 	struct dd_ent *e;
 
@@ -275,10 +325,11 @@ void reel_dedup_add(struct reel_dedup *d, uint32_t reclen, uint32_t block, uint3
 		if (c) {
 			memcpy(c, cand, len);
 			e->copy = c;
-			e->hash = h;
+			e->key = key;
 			e->off = off;
 			e->len = len;
-			d->tab[bucket(d, h)] = d->seq0 + d->n + 1;
+			e->prev = d->tab[bucket(d, key)];
+			d->tab[bucket(d, key)] = d->seq0 + d->n + 1;
 		}
 	}
 	d->n++;

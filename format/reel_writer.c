@@ -137,11 +137,12 @@ static void emit_pending(struct reel_writer *w, uint64_t ts)
 		reel_owed_emit(&w->owed, ts, put_owed, w);
 }
 
-/* append2's body. With hash (append_dedup), b is the repeatable part of
- * that hash; xlen: the payload bytes a REF record stands for. */
+/* append2's body. With key (append_dedup), b is the repeatable part, key
+ * its lookup key (reel_dedup_key); xlen: the payload bytes a REF record
+ * stands for. */
 static int append_rec(struct reel_writer *w, uint16_t type, uint16_t flags, uint32_t cpu,
 		      uint64_t ts_ns, const void *a, uint32_t alen, const void *b, uint32_t blen,
-		      const uint64_t *hash, uint32_t xlen)
+		      const uint64_t *key, uint32_t xlen)
 {
 	uint64_t len64 = (uint64_t)alen + blen;
 	struct wblock *cur;
@@ -176,8 +177,8 @@ static int append_rec(struct reel_writer *w, uint16_t type, uint16_t flags, uint
 	w->last_blk = w->blkno;
 	cur->xlen += xlen;
 	if (w->dd && type != REEL_REC_REF)
-		reel_dedup_add(w->dd, (uint32_t)len64, w->last_blk, w->last_idx, hash ? b : NULL,
-			       alen, blen, hash ? *hash : 0);
+		reel_dedup_add(w->dd, (uint32_t)len64, w->last_blk, w->last_idx, key ? b : NULL,
+			       alen, blen, key ? *key : 0);
 	w->records++;
 	w->raw_bytes += REEL_REC_HDR_SIZE + reel_pad8((uint32_t)len64);
 	if (cur->len >= w->o.block_bytes)
@@ -201,7 +202,7 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 {
 	struct reel_dedup_loc loc;
 	struct reel_ref ref;
-	uint64_t hash;
+	uint64_t key;
 	int err;
 
 	if (!w || !w->dd || blen < reel_dedup_min(w->dd) || (alen && !a) || !b ||
@@ -209,16 +210,16 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
 	if ((uint64_t)alen + blen > REEL_REC_MAX_PAYLOAD)
 		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
-	hash = reel_hash64(b, blen);
-	if (!reel_dedup_find(w->dd, b, blen, hash, &loc))
-		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &hash, 0);
+	key = reel_dedup_key(b, blen);
+	if (!reel_dedup_find(w->dd, b, blen, key, &loc))
+		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &key, 0);
 	ref = (struct reel_ref){.type = type,
 				.head_len = alen,
 				.block = loc.block,
 				.index = loc.index,
 				.off = loc.off,
 				.len = blen,
-				.hash = hash};
+				.hash = loc.hash};
 	err = append_rec(w, REEL_REC_REF, flags, cpu, ts_ns, &ref, sizeof(ref), a, alen, NULL,
 			 blen);
 	if (!err) {
