@@ -414,8 +414,10 @@ static void check_capture(const char *name, const struct expect *x)
 		} else {
 			assert_int_equal(sin_len + sout_len, 0);
 		}
-		/* the ciphertext is kept: TLS records, never the plaintext */
-		w = tlst_stream_joined(&f->wire[REEL_DIR_EGRESS], &w_len);
+		/* the ciphertext is kept: TLS records, never the plaintext (the
+		 * server may have carried some of it: TWIN) */
+		w = tlst_stream_joined_twin(&f->wire[REEL_DIR_EGRESS], &s->wire[REEL_DIR_INGRESS],
+					    &w_len);
 		assert_true(w_len > 5);
 		assert_int_equal(w[0], 0x16);
 		assert_int_equal(w[1], 0x03);

@@ -272,6 +272,50 @@ uint8_t *tlst_stream_joined(struct tlst_stream *s, size_t *len)
 	return b;
 }
 
+/* Copies [at, end) of a stream from peer's pieces (sorted), which must hold
+ * every byte of it. */
+static void fill_from_peer(const struct tlst_stream *peer, uint8_t *b, uint64_t at, uint64_t end)
+{
+	for (size_t i = 0; i < peer->n && at < end; i++) {
+		const struct tlst_piece *v = &peer->v[i];
+
+		if (v->pos + v->cap <= at || v->pos > at)
+			continue;
+		uint64_t stop = v->pos + v->cap < end ? v->pos + v->cap : end;
+
+		memcpy(b + at, v->data + (at - v->pos), stop - at);
+		at = stop;
+	}
+	assert_int_equal(at, end); /* the other end captured what this one left out */
+}
+
+uint8_t *tlst_stream_joined_twin(struct tlst_stream *s, struct tlst_stream *peer, size_t *len)
+{
+	uint64_t at = 0;
+	uint8_t *b;
+
+	if (s->n)
+		qsort(s->v, s->n, sizeof(*s->v), by_pos);
+	if (peer->n)
+		qsort(peer->v, peer->n, sizeof(*peer->v), by_pos);
+	for (size_t i = 0; i < s->n; i++) {
+		assert_int_equal(s->v[i].pos, at); /* no gap, no overlap */
+		at += s->v[i].len;
+	}
+	b = malloc(at + 1);
+	assert_non_null(b);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct tlst_piece *v = &s->v[i];
+
+		memcpy(b + v->pos, v->data, v->cap);
+		if (v->cap < v->len)
+			fill_from_peer(peer, b, v->pos + v->cap, v->pos + v->len);
+	}
+	b[at] = 0;
+	*len = at;
+	return b;
+}
+
 void tlst_stream_free(struct tlst_stream *s)
 {
 	for (size_t i = 0; i < s->n; i++)

@@ -89,6 +89,12 @@ bool tlst_data_add(struct tlst_stream plain[2], struct tlst_stream wire[2],
  * length. */
 uint8_t *tlst_stream_joined(struct tlst_stream *s, size_t *len);
 
+/* The same with both ends of a loopback connection traced: bytes this end
+ * left out because the other end carried them (bpf/ABI.md, "TWIN") come
+ * from peer, that end's stream of the same bytes (the other direction),
+ * which must hold every one of them. */
+uint8_t *tlst_stream_joined_twin(struct tlst_stream *s, struct tlst_stream *peer, size_t *len);
+
 /* Frees the pieces; s may be reused after. */
 void tlst_stream_free(struct tlst_stream *s);
 
