@@ -31,8 +31,8 @@ struct cap_out {
 	uint64_t written; /* bytes written to all files, once the writer is closed */
 	uint8_t *abuf;	  /* aligned copy for the pipeline */
 	size_t abuf_cap;
-	bool hurry; /* the drain is behind: no search for repeats */
-	struct cap_hurry_stats hs;
+	bool hurry; /* the drain is behind: no copies kept for later repeats */
+	uint64_t spells;
 };
 
 const char *cap_file_kind(unsigned mode)
@@ -219,14 +219,18 @@ bool cap_out_behind(const struct cap_out *out)
 
 void cap_out_set_hurry(struct cap_out *out, bool on)
 {
-	if (on && !out->hurry)
-		out->hs.spells++;
+	if (on == out->hurry)
+		return;
+	if (on)
+		out->spells++;
 	out->hurry = on;
+	(void)reel_writer__dedup_learn(out->w, !on, NULL);
 }
 
 void cap_out_hurry_stats(const struct cap_out *out, struct cap_hurry_stats *hs)
 {
-	*hs = out->hs;
+	hs->spells = out->spells;
+	hs->payloads = reel_writer__dedup_learn(out->w, !out->hurry, &hs->bytes);
 }
 
 /* A record as the writer's two parts, the second the one that may repeat
@@ -253,22 +257,15 @@ static bool repeatable_split(uint16_t type, const void **a, uint32_t *alen, cons
 }
 
 /* The writer's append, the repeatable part searched for in the file's
- * window; while the drain is behind (cap_out_set_hurry) it goes in whole,
- * still counted in the window, and the stats say how many did: the search
- * hashes every byte of a long payload and copies it, in the thread the
- * rings wait for. */
+ * window (a lookup by a few sampled words, then a byte compare: FORMAT.md
+ * 4.4). While the drain is behind (cap_out_set_hurry) a part not found is
+ * stored without a copy kept for later: that copy is what a new payload
+ * costs the thread the rings wait for. */
 static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		     uint32_t alen, const void *b, uint32_t blen)
 {
 	if (!repeatable_split(type, &a, &alen, &b, &blen))
 		return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
-	if (out->hurry && out->o->dedup_min) {
-		if (blen >= out->o->dedup_min) {
-			out->hs.payloads++;
-			out->hs.bytes += blen;
-		}
-		return reel_writer__append2(out->w, type, 0, cpu, ts, a, alen, b, blen);
-	}
 	return reel_writer__append_dedup(out->w, type, 0, cpu, ts, a, alen, b, blen);
 }
 

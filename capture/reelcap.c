@@ -166,7 +166,7 @@ static void ring_peak_line(const struct cap_drain *d)
 		cap_drain_cpu(d, best)->cpu);
 }
 
-/* Payloads written without the search for repeats while the drain was
+/* Payloads stored without a copy for later repeats while the drain was
  * behind (FORMAT.md 4.4): a line when there were any. */
 static void hurry_line(const struct cap_out *out)
 {
@@ -178,7 +178,7 @@ static void hurry_line(const struct cap_out *out)
 		return;
 	human((double)hs.bytes, b, sizeof(b));
 	fprintf(stderr,
-		"reelcap: %llu payloads (%s) stored without looking for repeats: the rings were a "
+		"reelcap: %llu new payloads (%s) not kept for later repeats: the rings were a "
 		"quarter full %llu time%s (the drain was behind)\n",
 		(unsigned long long)hs.payloads, b, (unsigned long long)hs.spells,
 		hs.spells == 1 ? "" : "s");

@@ -106,9 +106,9 @@ void cap_out_live_tick(struct cap_out *out, uint64_t complete_ns);
 /* Is the writer behind (its compression queue half full, or records dropped
  * since the last accepted one)? Work the capture may skip waits then. */
 bool cap_out_behind(const struct cap_out *out);
-/* Payloads that went in without the search for repeats (FORMAT.md 4.4)
+/* Payloads stored without a copy kept for later repeats (FORMAT.md 4.4)
  * because the drain was behind (cap_out_set_hurry): spells of it, and the
- * payloads of --dedup-min bytes or more written meanwhile. */
+ * payloads of --dedup-min bytes or more not found in the window meanwhile. */
 struct cap_hurry_stats {
 	uint64_t spells;
 	uint64_t payloads;

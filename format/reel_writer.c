@@ -211,8 +211,13 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 	if ((uint64_t)alen + blen > REEL_REC_MAX_PAYLOAD)
 		return reel_writer__append2(w, type, flags, cpu, ts_ns, a, alen, b, blen);
 	key = reel_dedup_key(b, blen);
-	if (!reel_dedup_find(w->dd, b, blen, key, &loc))
-		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &key, 0);
+	if (!reel_dedup_find(w->dd, b, blen, key, &loc)) {
+		if (!w->dd_skip_learn)
+			return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &key, 0);
+		w->dd_unlearnt++;
+		w->dd_unlearnt_bytes += blen;
+		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, NULL, 0);
+	}
 	ref = (struct reel_ref){.type = type,
 				.head_len = alen,
 				.block = loc.block,
@@ -227,6 +232,16 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 		w->ref_bytes += blen;
 	}
 	return err;
+}
+
+uint64_t reel_writer__dedup_learn(struct reel_writer *w, bool learn, uint64_t *bytes)
+{
+	if (!w)
+		return 0;
+	w->dd_skip_learn = !learn;
+	if (bytes)
+		*bytes = w->dd_unlearnt_bytes;
+	return w->dd_unlearnt;
 }
 
 struct reel_dedup *reel_writer__test_dedup(struct reel_writer *w)

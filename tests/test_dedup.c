@@ -533,6 +533,54 @@ static void test_cut_and_damage(void **state)
 
 /* Rotation: each file stands alone. The second file repeats the first's
  * payloads: its first copy of each is stored, not a REF into the other. */
+/* reel_writer__dedup_learn(false): repeats of what the window holds are
+ * still found; a payload not found is stored whole and kept for nothing. */
+static void test_learn(void **state)
+{
+	/* learn: on off off off on on */
+	static const uint32_t pat[] = {0, 1, 0, 1, 1, 1};
+	static const bool learn[] = {true, false, false, false, true, true};
+	/* 0; 1 not kept; 0 a REF; 1 again new, not kept; 1 new, kept; 1 a REF */
+	static const bool isref[] = {false, false, true, false, false, true};
+	struct reel_writer_stats st;
+	struct rec recs[6];
+	int keep[6];
+	char path[256];
+	struct readback b;
+	uint8_t h[HEAD];
+	uint64_t bytes = 0;
+	REEL_OPTS(reel_writer_opts, o, .threads = -1, .wait_when_full = true,
+		  .block_bytes = 1 << 20, .allow_overwrite = true, .dedup_min = 1024);
+	struct reel_writer *w;
+
+	(void)state;
+	path_of("learn.reel", path, sizeof(path));
+	w = reel_writer__open(path, &o);
+	assert_non_null(w);
+	for (int i = 0; i < 6; i++) {
+		recs[i] = (struct rec){pat[i], 300 + (uint64_t)i};
+		(void)reel_writer__dedup_learn(w, learn[i], NULL);
+		head_of((uint32_t)i, h);
+		reel_writer__stats(w, &st);
+		uint64_t refs0 = st.refs;
+
+		assert_int_equal(reel_writer__append_dedup(w, REEL_REC_SAMPLE, 0, (uint32_t)i % 3,
+							   recs[i].ts, h, HEAD, pays[pat[i]],
+							   pay_len[pat[i]]),
+				 0);
+		reel_writer__stats(w, &st);
+		assert_int_equal(st.refs - refs0, isref[i]);
+	}
+	assert_int_equal(reel_writer__dedup_learn(w, true, &bytes), 2);
+	assert_int_equal(bytes, 2 * pay_len[1]);
+	assert_int_equal(reel_writer__close(w), 0);
+	all_kept(keep, 6);
+	read_file(path, recs, keep, 6, &b);
+	assert_int_equal(b.errors, 0);
+	assert_int_equal(b.records, 6);
+	assert_int_equal(b.refs, 2);
+}
+
 static void test_rotate(void **state)
 {
 	static const uint32_t pat[] = {0, 1, 0, 1, 2};
@@ -619,7 +667,7 @@ int main(void)
 		cmocka_unit_test(test_collision),      cmocka_unit_test(test_window),
 		cmocka_unit_test(test_pipe),	       cmocka_unit_test(test_slice),
 		cmocka_unit_test(test_cut_and_damage), cmocka_unit_test(test_refuse_ref),
-		cmocka_unit_test(test_rotate),
+		cmocka_unit_test(test_rotate),	       cmocka_unit_test(test_learn),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -585,6 +585,15 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 			      uint64_t ts_ns, const void *a, uint32_t alen, const void *b,
 			      uint32_t blen);
 
+/* While `learn` is false (it starts true), append_dedup still finds repeats
+ * of what the window holds, but a part it does not find is written whole
+ * without a copy kept for later repeats (it counts in the window as a part
+ * given through append does). For a caller in a hurry: a lookup costs a few
+ * words and, on a match, one byte compare (cheaper than storing the part);
+ * the copy is what a miss costs. Returns the parts not kept since the
+ * writer opened (and their bytes in *bytes, when not NULL). */
+uint64_t reel_writer__dedup_learn(struct reel_writer *w, bool learn, uint64_t *bytes);
+
 /* Closes the current block if it is older than block_age_ms at `now_mono_ns`
  * (0 = read CLOCK_MONOTONIC). Cheap; call it on every poll timeout. */
 int reel_writer__tick(struct reel_writer *w, uint64_t now_mono_ns);
