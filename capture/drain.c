@@ -34,6 +34,13 @@
 /* Room given back to the kernel (and to the programs' count) this often. */
 #define RELEASE_BYTES (256u << 10)
 
+/* At most this much of a ring per pass (or the ring's size, when smaller):
+ * the capture loop goes round between passes (rotation, clock, stats), and
+ * a pass over large rings could otherwise bring 8 MiB a CPU at once (-C 2M
+ * once made a 16 MB file that way). A busy ring wakes the loop again at
+ * its next watermark; a quiet one is read by the sweep. */
+#define PASS_BYTES (2u << 20)
+
 struct cap_ring {
 	struct perf_event_mmap_page *hdr;
 	uint8_t *data;
@@ -266,20 +273,21 @@ static void publish_one(struct cap_drain *d, int i)
 }
 
 /* Reads ring i from tail to head, giving room back every RELEASE_BYTES;
- * at most one ring's worth per call, so one busy ring does not starve the
- * others. Returns the records read. */
+ * at most PASS_BYTES (or one ring's worth) per call, so one busy ring does
+ * not starve the others. Returns the records read. */
 static int drain_ring(struct cap_drain *d, int i)
 {
 	struct cap_ring *r = &d->ring[i];
 	uint64_t head = __atomic_load_n(&r->hdr->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = r->hdr->data_tail, start = tail, released = tail;
 	uint64_t every = r->size / 16 < RELEASE_BYTES ? r->size / 16 : RELEASE_BYTES;
+	uint64_t budget = r->size < PASS_BYTES ? r->size : PASS_BYTES;
 	struct cap_drain_cpu *c = &d->c[i];
 	int n = 0;
 
 	if (head - tail > c->peak_fill)
 		c->peak_fill = head - tail;
-	while (tail != head && tail - start < r->size) {
+	while (tail != head && tail - start < budget) {
 		uint64_t off = tail & (r->size - 1);
 		struct perf_event_header *e = (void *)(r->data + off);
 		uint32_t size = e->size;

@@ -178,9 +178,10 @@ int cap_drain_acct_check(const struct cap_drain *d, bool print);
 /* fn(ctx, raw sample bytes, size) for every sample, after it was written. */
 typedef void (*cap_drain_sample_fn)(void *ctx, const void *data, uint32_t size);
 void cap_drain_set_sample_hook(struct cap_drain *d, cap_drain_sample_fn fn, void *ctx);
-/* Waits up to timeout_ms for a watermark wakeup and then consumes every
- * ring; cap_drain_consume_all does so without waiting (quiet CPUs never
- * reach the watermark). */
+/* Waits up to timeout_ms for a watermark wakeup and then reads every ring,
+ * up to 2 MiB of each (the loop goes round between passes); cap_drain_consume_all
+ * does so without waiting (quiet CPUs never reach the watermark). Both
+ * return the records read: call until 0 to empty the rings. */
 int cap_drain_poll(struct cap_drain *d, int timeout_ms);
 int cap_drain_consume_all(struct cap_drain *d);
 bool cap_drain_count_reached(const struct cap_drain *d);
