@@ -307,6 +307,18 @@ static int out_rotate(struct cap_out *out)
 	return 0;
 }
 
+/* What the current file will hold once the blocks queued for compression
+ * are written (they go to it, rotation or not): those blocks at the ratio
+ * the written ones got. A writer behind can hold many MB of them. */
+static uint64_t est_file_bytes(const struct reel_writer_stats *st)
+{
+	double r = 1.0;
+
+	if (st->written_raw_bytes && st->total_file_bytes < st->written_raw_bytes)
+		r = (double)st->total_file_bytes / (double)st->written_raw_bytes;
+	return st->file_bytes + (uint64_t)((double)st->queued_bytes * r);
+}
+
 int cap_out_tick(struct cap_out *out, uint64_t now)
 {
 	struct reel_writer_stats st;
@@ -317,7 +329,7 @@ int cap_out_tick(struct cap_out *out, uint64_t now)
 	if (!out->o->file_size || out->rotate_failed)
 		return 0;
 	reel_writer__stats(out->w, &st);
-	if (st.file_bytes < out->o->file_size)
+	if (est_file_bytes(&st) < out->o->file_size)
 		return 0;
 	if (out_rotate(out)) {
 		out->rotate_failed = true;

@@ -682,6 +682,8 @@ void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *s
 	st->last_error = w->first_err;
 	st->refs = w->refs;
 	st->ref_bytes = w->ref_bytes;
+	st->queued_bytes = w->qraw;
+	st->written_raw_bytes = w->raw_written;
 	if (w->threaded) {
 		st->queued = w->qlen + (w->busy ? 1 : 0);
 		st->queue_blocks = w->o.queue_blocks;

@@ -93,6 +93,8 @@ struct reel_writer {
 	uint32_t nfree;
 	struct wblock **q;
 	uint32_t qhead, qlen;
+	uint64_t qraw;	      /* raw bytes of the blocks queued or in compression */
+	uint64_t raw_written; /* raw bytes of the blocks written, every file */
 
 	/* thread */
 	bool threaded, thr_started, stop, paused, busy;
@@ -103,7 +105,7 @@ struct reel_writer {
 	/* caller-side: repeated payloads (FORMAT.md 4.4): the window, the file
 	 * order number of the current block, where the last record went */
 	struct reel_dedup *dd;
-	bool dd_skip_learn;		    /* reel_writer__dedup_learn(false) */
+	bool dd_skip_learn;			 /* reel_writer__dedup_learn(false) */
 	uint64_t dd_unlearnt, dd_unlearnt_bytes; /* parts not kept meanwhile */
 	uint32_t blkno, last_blk, last_idx;
 	uint64_t refs, ref_bytes;

@@ -58,6 +58,8 @@ static void *thread_main(void *arg)
 		pthread_mutex_lock(&w->mu);
 		reel_level_after(&w->lvl, rung, len, w->comp_ns, w->write_ns);
 		w->busy = false;
+		w->qraw -= len;
+		w->raw_written += len;
 		w->freel[w->nfree++] = b;
 		pthread_cond_broadcast(&w->cv_done);
 	}
@@ -74,6 +76,7 @@ int reel_wr_queue_cur(struct reel_writer *w, bool wait)
 	if (!b->len)
 		return 0;
 	if (!w->threaded) {
+		w->raw_written += b->len;
 		reel_wr_write_block(w, b, w->o.level);
 		reel_wr_reset_block(b);
 		w->blkno++;
@@ -90,6 +93,7 @@ int reel_wr_queue_cur(struct reel_writer *w, bool wait)
 	b->fill_ns = reel_now_mono_ns() - b->open_mono_ns;
 	w->q[(w->qhead + w->qlen) % w->nblocks] = b;
 	w->qlen++;
+	w->qraw += b->len;
 	w->cur = w->freel[--w->nfree];
 	w->blkno++;
 	pthread_cond_signal(&w->cv_work);

@@ -534,6 +534,8 @@ struct reel_writer_stats {
 	uint64_t blocks_stored; /* of those, at zstd's lowest level (stored as they are) */
 	uint64_t refs;		/* records written as REF records (dedup) */
 	uint64_t ref_bytes;	/* payload bytes they did not store again */
+	uint64_t queued_bytes;	/* raw bytes of the `queued` blocks */
+	uint64_t written_raw_bytes; /* raw bytes of the blocks written (every file) */
 };
 
 /* zstd's lowest level (opts.min_level's default): a block at it, or below,
