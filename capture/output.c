@@ -224,13 +224,17 @@ void cap_out_set_hurry(struct cap_out *out, bool on)
 	if (on)
 		out->spells++;
 	out->hurry = on;
-	(void)reel_writer__dedup_learn(out->w, !on, NULL);
+	reel_writer__dedup_learn(out->w, !on);
 }
 
 void cap_out_hurry_stats(const struct cap_out *out, struct cap_hurry_stats *hs)
 {
+	struct reel_writer_stats st;
+
+	reel_writer__stats(out->w, &st);
 	hs->spells = out->spells;
-	hs->payloads = reel_writer__dedup_learn(out->w, !out->hurry, &hs->bytes);
+	hs->payloads = st.unkept;
+	hs->bytes = st.unkept_bytes;
 }
 
 /* A record as the writer's two parts, the second the one that may repeat

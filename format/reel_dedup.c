@@ -13,8 +13,9 @@
  * it, and kept with it: a payload never repeated is never hashed. The
  * copies live in one buffer of the window's size used as a ring, mapped
  * and faulted in once when the writer opens (a malloc and free per payload
- * cost page faults, 16 times the copy into the block); an entry whose copy is in the way of a new one leaves
- * early, which only makes the writer's references nearer than the rule.
+ * cost page faults, 16 times the copy into the block); an entry whose copy
+ * is in the way of a new one leaves early, which only makes the writer's
+ * references nearer than the rule.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +36,12 @@ static inline uint64_t rotl(uint64_t x, int r)
 static inline uint64_t lane(uint64_t acc, uint64_t w)
 {
 	return rotl(acc + w * P2, 31) * P1;
+}
+
+/* One word folded into a running hash (the hash's tail, the lookup key). */
+static inline uint64_t fold(uint64_t h, uint64_t w)
+{
+	return rotl(h ^ lane(0, w), 27) * P1;
 }
 
 static inline uint64_t mix(uint64_t h)
@@ -97,12 +104,12 @@ HASH_ATTR uint64_t hash64_body(const void *p, size_t len)
 	}
 	h += (uint64_t)len;
 	for (; end - s >= 8; s += 8)
-		h = rotl(h ^ lane(0, rd64(s)), 27) * P1 + P3;
+		h = fold(h, rd64(s)) + P3;
 	if (s < end) {
 		uint64_t w = 0;
 
 		memcpy(&w, s, (size_t)(end - s));
-		h = rotl(h ^ lane(0, w), 27) * P1 + P3;
+		h = fold(h, w) + P3;
 	}
 	return mix(h);
 }
@@ -118,17 +125,17 @@ uint64_t reel_dedup_key(const void *p, uint32_t len)
 
 	if (len < 128) {
 		for (uint32_t i = 0; i + 8 <= len; i += 8)
-			h = rotl(h ^ lane(0, rd64(s + i)), 27) * P1;
+			h = fold(h, rd64(s + i));
 		if (len >= 8)
-			h = rotl(h ^ lane(0, rd64(s + len - 8)), 27) * P1;
+			h = fold(h, rd64(s + len - 8));
 		return mix(h);
 	}
 	for (uint32_t i = 0; i < 64; i += 8) {
-		h = rotl(h ^ lane(0, rd64(s + i)), 27) * P1;
-		h = rotl(h ^ lane(0, rd64(s + len - 64 + i)), 27) * P1;
+		h = fold(h, rd64(s + i));
+		h = fold(h, rd64(s + len - 64 + i));
 	}
 	for (uint64_t i = 1; i <= 16; i++)
-		h = rotl(h ^ lane(0, rd64(s + (len - 8) * i / 17)), 27) * P1;
+		h = fold(h, rd64(s + (len - 8) * i / 17));
 	return mix(h);
 }
 

@@ -214,8 +214,8 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 	if (!reel_dedup_find(w->dd, b, blen, key, &loc)) {
 		if (!w->dd_skip_learn)
 			return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, &key, 0);
-		w->dd_unlearnt++;
-		w->dd_unlearnt_bytes += blen;
+		w->dd_unkept++;
+		w->dd_unkept_bytes += blen;
 		return append_rec(w, type, flags, cpu, ts_ns, a, alen, b, blen, NULL, 0);
 	}
 	ref = (struct reel_ref){.type = type,
@@ -234,14 +234,10 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
 	return err;
 }
 
-uint64_t reel_writer__dedup_learn(struct reel_writer *w, bool learn, uint64_t *bytes)
+void reel_writer__dedup_learn(struct reel_writer *w, bool learn)
 {
-	if (!w)
-		return 0;
-	w->dd_skip_learn = !learn;
-	if (bytes)
-		*bytes = w->dd_unlearnt_bytes;
-	return w->dd_unlearnt;
+	if (w)
+		w->dd_skip_learn = !learn;
 }
 
 struct reel_dedup *reel_writer__test_dedup(struct reel_writer *w)
@@ -682,6 +678,8 @@ void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *s
 	st->last_error = w->first_err;
 	st->refs = w->refs;
 	st->ref_bytes = w->ref_bytes;
+	st->unkept = w->dd_unkept;
+	st->unkept_bytes = w->dd_unkept_bytes;
 	st->queued_bytes = w->qraw;
 	st->written_raw_bytes = w->raw_written;
 	if (w->threaded) {

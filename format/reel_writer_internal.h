@@ -105,8 +105,8 @@ struct reel_writer {
 	/* caller-side: repeated payloads (FORMAT.md 4.4): the window, the file
 	 * order number of the current block, where the last record went */
 	struct reel_dedup *dd;
-	bool dd_skip_learn;			 /* reel_writer__dedup_learn(false) */
-	uint64_t dd_unlearnt, dd_unlearnt_bytes; /* parts not kept meanwhile */
+	bool dd_skip_learn;		     /* reel_writer__dedup_learn(false) */
+	uint64_t dd_unkept, dd_unkept_bytes; /* parts not kept meanwhile */
 	uint32_t blkno, last_blk, last_idx;
 	uint64_t refs, ref_bytes;
 	/* caller-side: what the file is owed, and counters */

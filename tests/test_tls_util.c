@@ -278,11 +278,10 @@ static void fill_from_peer(const struct tlst_stream *peer, uint8_t *b, uint64_t 
 {
 	for (size_t i = 0; i < peer->n && at < end; i++) {
 		const struct tlst_piece *v = &peer->v[i];
+		uint64_t stop = v->pos + v->cap < end ? v->pos + v->cap : end;
 
 		if (v->pos + v->cap <= at || v->pos > at)
 			continue;
-		uint64_t stop = v->pos + v->cap < end ? v->pos + v->cap : end;
-
 		memcpy(b + at, v->data + (at - v->pos), stop - at);
 		at = stop;
 	}

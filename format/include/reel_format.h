@@ -534,7 +534,10 @@ struct reel_writer_stats {
 	uint64_t blocks_stored; /* of those, at zstd's lowest level (stored as they are) */
 	uint64_t refs;		/* records written as REF records (dedup) */
 	uint64_t ref_bytes;	/* payload bytes they did not store again */
-	uint64_t queued_bytes;	/* raw bytes of the `queued` blocks */
+	uint64_t unkept;	/* parts append_dedup stored without a copy kept for
+				 * later (reel_writer__dedup_learn false) */
+	uint64_t unkept_bytes;
+	uint64_t queued_bytes;	    /* raw bytes of the `queued` blocks */
 	uint64_t written_raw_bytes; /* raw bytes of the blocks written (every file) */
 };
 
@@ -592,9 +595,8 @@ int reel_writer__append_dedup(struct reel_writer *w, uint16_t type, uint16_t fla
  * without a copy kept for later repeats (it counts in the window as a part
  * given through append does). For a caller in a hurry: a lookup costs a few
  * words and, on a match, one byte compare (cheaper than storing the part);
- * the copy is what a miss costs. Returns the parts not kept since the
- * writer opened (and their bytes in *bytes, when not NULL). */
-uint64_t reel_writer__dedup_learn(struct reel_writer *w, bool learn, uint64_t *bytes);
+ * the copy is what a miss costs. The stats count those parts (unkept). */
+void reel_writer__dedup_learn(struct reel_writer *w, bool learn);
 
 /* Closes the current block if it is older than block_age_ms at `now_mono_ns`
  * (0 = read CLOCK_MONOTONIC). Cheap; call it on every poll timeout. */
