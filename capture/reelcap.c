@@ -166,6 +166,20 @@ static void ring_peak_line(const struct cap_drain *d)
 		cap_drain_cpu(d, best)->cpu);
 }
 
+/* The bytes read from the rings: the samples with their perf headers (the
+ * figure perf record reports as "original" data, there in MiB). */
+static void ring_bytes_line(const struct cap_drain *d)
+{
+	uint64_t sum = 0;
+	char b[32];
+
+	for (int i = 0; i < cap_drain_ncpu(d); i++)
+		sum += cap_drain_cpu(d, i)->ring_consumed;
+	human((double)sum, b, sizeof(b));
+	fprintf(stderr, "reelcap: rings: %s (%llu bytes) of samples read, perf headers included\n",
+		b, (unsigned long long)sum);
+}
+
 /* Payloads stored without a copy for later repeats while the drain was
  * behind (FORMAT.md 4.4): a line when there were any. */
 static void hurry_line(const struct cap_out *out)
@@ -536,6 +550,8 @@ static int finish(struct cap_run *r)
 			"writer was behind)\n",
 			(unsigned long long)ks[7], (unsigned long long)ks[8],
 			(unsigned long long)ks[9]);
+	if (!o->quiet)
+		ring_bytes_line(r->d);
 	if (!o->quiet && (o->verbose || ks[7] || ks[2]))
 		ring_peak_line(r->d);
 	if (!o->quiet && r->fill)

@@ -219,6 +219,30 @@ struct reel_codec {
 	size_t offs_cap;
 };
 
+/* What a writer counts of a block as its records go in, so that coding the
+ * block needs no pass over it first (a pass that walks the headers of a block
+ * another thread just wrote waits on a cache miss per record). */
+struct reel_coding_tally {
+	uint16_t rec_type; /* 0: the block is not coded, only n is counted */
+	uint8_t ncol;
+	uint8_t col[REEL_CODING_MAX_FIELDS];  /* field index of each COLUMN field */
+	uint32_t end[REEL_CODING_MAX_FIELDS]; /* per column: payload bytes it needs */
+	uint32_t n;			      /* records */
+	uint32_t cnt[REEL_CODING_MAX_FIELDS]; /* per column: values to its planes */
+};
+
+void reel_coding_tally_init(const struct reel_coding *c, struct reel_coding_tally *t);
+void reel_coding_tally_clear(struct reel_coding_tally *t);
+
+static inline void reel_coding_tally_add(struct reel_coding_tally *t, uint16_t type, uint32_t len)
+{
+	t->n++;
+	if (type != t->rec_type)
+		return;
+	for (unsigned k = 0; k < t->ncol && t->end[k] <= len; k++)
+		t->cnt[k]++;
+}
+
 int reel_codec_init(struct reel_codec *cx, bool encoder);
 void reel_codec_free(struct reel_codec *cx);
 /* The RECORD_CODING TLV value: its length, and writing it into v. */
@@ -229,9 +253,11 @@ void reel_coding_tlv_put(const struct reel_coding *c, uint8_t *v);
 int reel_coding_tlv_parse(const uint8_t *v, uint32_t len, struct reel_coding *c, char *err,
 			  size_t errlen);
 /* Codes the raw block `raw` (len bytes of well-formed records, reserved
- * fields 0) into `out` (len bytes, not overlapping). Cannot fail. */
+ * fields 0) into `out` (len bytes, not overlapping). Cannot fail. t: the
+ * block's tally (reel_coding_tally_init with c, then every record added), or
+ * NULL to count the records here. */
 void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *raw,
-			size_t len, uint8_t *out);
+			size_t len, const struct reel_coding_tally *t, uint8_t *out);
 /* Decodes a coded block `in` into `out` (len bytes each, not overlapping),
  * validating every length and reference. Returns 0, -REEL_ERR_CORRUPT or
  * -ENOMEM with a message in err. */

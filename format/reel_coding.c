@@ -287,6 +287,25 @@ static inline unsigned planes_count(const struct reel_coding *c, struct planes *
 	return g;
 }
 
+void reel_coding_tally_init(const struct reel_coding *c, struct reel_coding_tally *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (!c->scheme)
+		return;
+	t->rec_type = c->rec_type;
+	for (unsigned i = 0; i < c->nfields; i++)
+		if (c->fields[i].op & REEL_CODE_COLUMN) {
+			t->end[t->ncol] = (uint32_t)c->fields[i].off + c->fields[i].width;
+			t->col[t->ncol++] = (uint8_t)i;
+		}
+}
+
+void reel_coding_tally_clear(struct reel_coding_tally *t)
+{
+	t->n = 0;
+	memset(t->cnt, 0, sizeof(t->cnt[0]) * t->ncol);
+}
+
 static size_t planes_size(const struct reel_coding *c, const struct planes *pl)
 {
 	size_t s = 12 * pl->n;
@@ -488,7 +507,7 @@ static inline void encode_field(const struct reel_coding *c, struct planes *pl, 
 }
 
 void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, const uint8_t *raw,
-			size_t len, uint8_t *out)
+			size_t len, const struct reel_coding_tally *tally, uint8_t *out)
 {
 	const unsigned nf = c->nfields, rec_type = c->rec_type;
 	uint64_t prev_ts[REEL_CODING_TS_SLOTS] = {0};
@@ -500,15 +519,23 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 
 	assert(len % 8 == 0);
 	plan_make(c, &fp);
-	/* pass 1: records and column values, for the plane layout */
+	/* pass 1: records and column values, for the plane layout (the
+	 * writer's tally has them) */
 	planes_init(c, &pl);
-	for (ro = 0; ro < len; pl.n++) {
-		uint32_t rlen = rd32(raw + ro + 4);
+	if (tally) {
+		assert(tally->rec_type == c->rec_type && tally->ncol == pl.ncol);
+		pl.n = tally->n;
+		for (unsigned k = 0; k < tally->ncol; k++)
+			pl.cnt[tally->col[k]] = tally->cnt[k];
+	} else {
+		for (ro = 0; ro < len; pl.n++) {
+			uint32_t rlen = rd32(raw + ro + 4);
 
-		(void)planes_count(c, &pl, rd16(raw + ro), rlen);
-		ro += REEL_REC_HDR_SIZE + reel_pad8(rlen);
+			(void)planes_count(c, &pl, rd16(raw + ro), rlen);
+			ro += REEL_REC_HDR_SIZE + reel_pad8(rlen);
+		}
+		assert(ro == len);
 	}
-	assert(ro == len);
 	planes_place(c, &pl, out + len - planes_size(c, &pl));
 	if (++cx->gen == 0) { /* generations wrapped: forget every slot */
 		memset(cx->tab, 0, ((size_t)1 << KEY_BITS) * sizeof(*cx->tab));
@@ -595,7 +622,7 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 				cut += f->width;
 		}
 	}
-	assert(bp == (size_t)(pl.hdr - out));
+	assert(bp == (size_t)(pl.hdr - out) && i == pl.n);
 }
 
 /* ---- decode ---- */

@@ -74,6 +74,7 @@ static void open_block(struct wblock *b, uint64_t ts)
 	memset(b->data + REEL_REC_HDR_SIZE, 0, 8);
 	b->len = REEL_LEVEL_REC_SIZE;
 	b->nrec = 1;
+	reel_coding_tally_add(&b->tally, REEL_REC_LEVEL, 8);
 	b->first_ts = ts;
 	b->open_mono_ns = reel_now_mono_ns();
 }
@@ -104,6 +105,7 @@ static uint32_t put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_
 	if (padded != len)
 		memset(p + len, 0, padded - len);
 	b->len += REEL_REC_HDR_SIZE + padded;
+	reel_coding_tally_add(&b->tally, type, len);
 	/* the index counts records as readers yield them: a REF as its type */
 	reel_blkstat_add(&b->st, type == REEL_REC_REF ? ((const struct reel_ref *)a)->type : type,
 			 cpu, ts);
@@ -532,6 +534,7 @@ static struct reel_writer *writer_new(const struct reel_writer_opts *opts)
 		/* preallocate the per-CPU counters so append never allocates */
 		if (ncpu && ncpu <= REEL_MAX_INDEX_CPUS && reel_blkstat_add(&b->st, 0, ncpu - 1, 0))
 			goto fail;
+		reel_coding_tally_init(&w->coding, &b->tally);
 		reel_wr_reset_block(b);
 		if (i)
 			w->freel[w->nfree++] = b;

@@ -300,7 +300,7 @@ void reel_wr_write_block(struct reel_writer *w, struct wblock *b, int level)
 			w->ebuf = n;
 			w->ecap = b->len;
 		}
-		reel_coding_encode(&w->coding, &w->codec, b->data, b->len, w->ebuf);
+		reel_coding_encode(&w->coding, &w->codec, b->data, b->len, &b->tally, w->ebuf);
 		src = w->ebuf;
 	}
 	if (compress_block(w, src, b->len, level, &cs)) {

@@ -27,6 +27,7 @@ struct wblock {
 	uint32_t nrec; /* records in it, its LEVEL record included */
 	uint64_t xlen; /* payload bytes its REF records stand for (FORMAT.md 4.4) */
 	struct reel_blkstat st;
+	struct reel_coding_tally tally; /* for reel_coding_encode */
 };
 
 struct frame_ent {

@@ -20,6 +20,7 @@ void reel_wr_reset_block(struct wblock *b)
 	b->open_mono_ns = 0;
 	b->fill_ns = 0;
 	reel_blkstat_reset(&b->st);
+	reel_coding_tally_clear(&b->tally);
 }
 
 static void *thread_main(void *arg)

@@ -19,8 +19,10 @@
 #      >= 0.85 nginx only and >= 0.75 both ends with 0 LOST and 0 DROP;
 #      64 KiB both ends >= tcpdump's ratio with fewer bytes missing than
 #      tcpdump drops.
-#   b) tracer CPU seconds per MB of ring data drained: reelcap (sample bytes)
-#      beside `perf record -z -a` on the same hooks (perf's "original N MB"),
+#   b) tracer CPU seconds per MB of ring data drained: reelcap (the samples
+#      read from its rings, perf headers included: its "rings: ... bytes of
+#      samples read" line) beside `perf record -z -a` on the same hooks
+#      (perf's "original N MB", which is MiB of what it read from its rings),
 #      both wrapped in cputime.py; two loads: evgen paced at 100k syscalls/s
 #      (the same work under both) and wrk /b1k                    target <= 1.0
 #   c) LOST at 200k events/s with default settings (evgen 200000 10 under
@@ -252,7 +254,7 @@ declare -A B_RATIO B_EVRATIO B_DRATIO
 pair() {
 	local name=$1
 	shift
-	local reel_cpu reel_mb reel_events reel_load perf_cpu perf_mb perf_events perf_load perf_lost
+	local reel_cpu reel_mb reel_pmb reel_events reel_load perf_cpu perf_mb perf_events perf_load perf_lost
 	# reelcap
 	rm -f "$W/b.reel"
 	# BENCH_B_ARGS: extra reelcap options (e.g. --no-twin: evgen's reads then
@@ -276,8 +278,11 @@ pair() {
 	stop_tracer
 	reel_cpu=$(cat "$W/b_reel.cpu")
 	# "final: ...: N events (X MB)" -> MB
-	reel_mb=$(sed -n 's/.*final: .*events (\([0-9.]*\) \([kMG]*B\)).*/\1 \2/p' "$W/b_reel.log" |
+	reel_pmb=$(sed -n 's/.*final: .*events (\([0-9.]*\) \([kMG]*B\)).*/\1 \2/p' "$W/b_reel.log" |
 		awk '{v=$1; if ($2=="kB") v/=1000; else if ($2=="GB") v*=1000; else if ($2=="B") v/=1e6; printf "%.3f", v}')
+	# ring data: the samples with their perf headers, as perf counts its own
+	reel_mb=$(sed -n 's/.*rings: .*(\([0-9]*\) bytes) of samples read.*/\1/p' "$W/b_reel.log" |
+		awk '{printf "%.3f", $1 / 1e6}')
 	reel_events=$(sed -n 's/.*final: [0-9.]*s: \([0-9]*\) events.*/\1/p' "$W/b_reel.log")
 
 	# perf record on the same tracepoints with rings as large as reelcap's
@@ -306,7 +311,9 @@ pair() {
 	perf_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
 	stop_tracer
 	perf_cpu=$(cat "$W/b_perf.cpu")
-	perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1)
+	# perf prints MiB (bytes / 1024 / 1024) of the data it read from its rings
+	perf_mb=$(sed -n 's/.*original \([0-9.]*\) MB.*/\1/p' "$W/b_perf.log" | head -n 1 |
+		awk '{printf "%.3f", $1 * 1.048576}')
 	perf_lost=$(grep -io "lost [0-9]* chunks\|[0-9]* lost" "$W/b_perf.log" | head -n 3 | tr '\n' ' ')
 	perf report -i "$W/perf.data" --stats >"$W/perf.stats" 2>/dev/null
 	perf_events=$(awk '/SAMPLE events:/ {print $3; exit}' "$W/perf.stats")
@@ -319,7 +326,8 @@ pair() {
 	B_EVRATIO[$name]=$(awk -v a="$reel_cpu" -v ae="${reel_events:-0}" -v b="$perf_cpu" -v be="${perf_events:-0}" \
 		'BEGIN {if (ae > 0 && be > 0 && b > 0) printf "%.3f", (a/ae)/(b/be); else print "nan"}')
 	echo "b) load $name"
-	echo "   reelcap: $reel_cpu CPU s in all ($reel_drain while the load ran), $reel_mb MB drained," \
+	echo "   reelcap: $reel_cpu CPU s in all ($reel_drain while the load ran), $reel_mb MB drained" \
+		"($reel_pmb MB of sample payloads)," \
 		"${reel_events:-?} events; load: $reel_load"
 	echo "   perf:    $perf_cpu CPU s in all ($perf_drain while the load ran), ${perf_mb:-?} MB drained," \
 		"${perf_events:-?} samples ${perf_lost}; load: $perf_load"
