@@ -169,9 +169,14 @@ void reel_wr_fold_towed(struct reel_writer *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Room kept ahead of the blocks (keep_room) */
+#define ROOM_AHEAD_MIN ((uint64_t)1 << 20)
+#define ROOM_AHEAD_MAX ((uint64_t)16 << 20)
+
 /* Bytes closing the file may still write: a last block with the DROP and
  * LOST counts (one per reason and per CPU), then the index and the seek
  * table, counting the block about to be written. */
+
 static uint64_t room_size(const struct reel_writer *w)
 {
 	uint64_t ncpu = (uint64_t)w->ncpu_hint + 8;
@@ -193,14 +198,28 @@ static uint64_t room_size(const struct reel_writer *w)
 static int keep_room(struct reel_writer *w, uint64_t extra)
 {
 #ifdef FALLOC_FL_KEEP_SIZE
-	uint64_t end;
+	uint64_t end, ahead;
 
 	if (!w->room_ok || w->room_final)
 		return 0;
 	end = w->off + extra + room_size(w);
 	if (end <= w->room_end)
 		return 0;
-	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->off, (off_t)(end - w->off))) {
+	/* Room for the next blocks too, an eighth of the file (1 to 16 MiB):
+	 * a call per block was 6% of reelcap's CPU on ext4 (wrk -> nginx,
+	 * 1 KiB bodies). Where the disk has not that much, exactly what this
+	 * block needs, as before. */
+	ahead = w->off / 8;
+	if (ahead < ROOM_AHEAD_MIN)
+		ahead = ROOM_AHEAD_MIN;
+	if (ahead > ROOM_AHEAD_MAX)
+		ahead = ROOM_AHEAD_MAX;
+	if (!fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->off, (off_t)(end + ahead - w->off))) {
+		w->room_end = end + ahead;
+		return 0;
+	}
+	if ((errno == ENOSPC || errno == EDQUOT || errno == EFBIG) &&
+	    !fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->off, (off_t)(end - w->off))) {
 		w->room_end = end;
 		return 0;
 	}
