@@ -197,6 +197,9 @@ wrk_rps() {
 
 # ticks PID: user+system CPU clock ticks of a process (all its threads)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# runns PID: nanoseconds its threads have run (the scheduler's own count,
+# /proc/PID/task/*/schedstat; ticks are 10 ms, too coarse for b)'s window)
+runns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 # child PID: the (first) child of a process
 child() { cut -d' ' -f1 "/proc/$1/task/$1/children" 2>/dev/null; }
 HZ=$(getconf CLK_TCK)
@@ -269,12 +272,12 @@ pair() {
 	sleep 3 # as for perf below
 	local rp t0 t1 pp
 	rp=$(child "$TRACER_PID")
-	t0=$(ticks "$rp")
+	t0=$(runns "$rp")
 	reel_load=$("$@")
 	sleep 0.5
-	t1=$(ticks "$rp")
+	t1=$(runns "$rp")
 	local reel_drain
-	reel_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
+	reel_drain=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b-a)/1e9}')
 	stop_tracer
 	reel_cpu=$(cat "$W/b_reel.cpu")
 	# "final: ...: N events (X MB)" -> MB
@@ -303,12 +306,12 @@ pair() {
 	TRACER_PID=$!
 	sleep 3
 	pp=$(child "$TRACER_PID")
-	t0=$(ticks "$pp")
+	t0=$(runns "$pp")
 	perf_load=$("$@")
 	sleep 0.5
-	t1=$(ticks "$pp")
+	t1=$(runns "$pp")
 	local perf_drain
-	perf_drain=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b-a)/hz}')
+	perf_drain=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b-a)/1e9}')
 	stop_tracer
 	perf_cpu=$(cat "$W/b_perf.cpu")
 	# perf prints MiB (bytes / 1024 / 1024) of the data it read from its rings
