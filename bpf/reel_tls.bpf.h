@@ -317,28 +317,11 @@ int ssl_read_ex_enter(struct pt_regs *ctx)
 	return tls_enter(ctx, REEL_SYS_SSL_READ, REEL_DIR_INGRESS, true);
 }
 
-/* The returns: the entry saved what differs (one program per function, so
- * that each attachment is the skeleton's link). */
+/* Every return of SSL_read/SSL_write, their _ex variants and GnuTLS's: the
+ * entry saved what differs, so one program serves them all (each program
+ * costs reelcap's start its verification, ~10 ms here). */
 SEC("uretprobe")
-int ssl_write_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
-}
-
-SEC("uretprobe")
-int ssl_write_ex_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
-}
-
-SEC("uretprobe")
-int ssl_read_exit(struct pt_regs *ctx)
-{
-	return tls_exit(ctx);
-}
-
-SEC("uretprobe")
-int ssl_read_ex_exit(struct pt_regs *ctx)
+int ssl_exit(struct pt_regs *ctx)
 {
 	return tls_exit(ctx);
 }

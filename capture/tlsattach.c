@@ -5,10 +5,12 @@
  * process mapping the inode; the programs apply the filters), all or none.
  *
  * Which program serves which hook:
- *   SSL_write / SSL_read (and BoringSSL's)   ssl_write_* / ssl_read_*
- *   SSL_write_ex / SSL_read_ex               ssl_write_ex_* / ssl_read_ex_*
- *   gnutls_record_send / _recv               ssl_write_* / ssl_read_*: the
+ *   SSL_write / SSL_read (and BoringSSL's)   ssl_write_enter / ssl_read_enter
+ *   SSL_write_ex / SSL_read_ex               ssl_write_ex_enter / ssl_read_ex_enter
+ *   gnutls_record_send / _recv               ssl_write_enter / ssl_read_enter: the
  *        same shape (session, buf, size) -> bytes moved or < 0
+ *   the return of each of those              ssl_exit (the entry saved what
+ *        differs: one program verified instead of four)
  *   Go (*Conn).Write / Read                  go_write_* / go_read_*: a uprobe
  *        at the entry and one on each RET instruction (no uretprobes)
  */
@@ -48,6 +50,7 @@ static struct bpf_program *prog_for(const struct cap_tlsattach *a, const struct 
 {
 	const struct reel_trace *s = a->skel;
 	bool ret = h->at == TLSA_RETURN;
+	struct bpf_program *enter;
 
 	if (h->fn == TLSF_GO_WRITE || h->fn == TLSF_GO_READ) {
 		bool w = h->fn == TLSF_GO_WRITE;
@@ -63,17 +66,22 @@ static struct bpf_program *prog_for(const struct cap_tlsattach *a, const struct 
 	switch (h->fn) {
 	case TLSF_SSL_WRITE:
 	case TLSF_GNUTLS_SEND:
-		return ret ? s->progs.ssl_write_exit : s->progs.ssl_write_enter;
+		enter = s->progs.ssl_write_enter;
+		break;
 	case TLSF_SSL_WRITE_EX:
-		return ret ? s->progs.ssl_write_ex_exit : s->progs.ssl_write_ex_enter;
+		enter = s->progs.ssl_write_ex_enter;
+		break;
 	case TLSF_SSL_READ:
 	case TLSF_GNUTLS_RECV:
-		return ret ? s->progs.ssl_read_exit : s->progs.ssl_read_enter;
+		enter = s->progs.ssl_read_enter;
+		break;
 	case TLSF_SSL_READ_EX:
-		return ret ? s->progs.ssl_read_ex_exit : s->progs.ssl_read_ex_enter;
+		enter = s->progs.ssl_read_ex_enter;
+		break;
 	default:
 		return NULL;
 	}
+	return ret ? s->progs.ssl_exit : enter;
 }
 
 static int push(struct cap_tlsattach *a, struct bpf_link *l)
