@@ -52,10 +52,16 @@ int cap_bpf_set_rodata(struct reel_trace *skel, const struct cap_opts *o, bool p
 	ro->nports = o->nports;
 	for (int i = 0; i < o->nports; i++)
 		((uint16_t *)ro->ports)[i] = htons(o->ports[i]);
-	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1))
+	/* without a pid filter no program and no fork adds to the pid set */
+	if (bpf_map__set_max_entries(skel->maps.pidbits, pid_filter ? REEL_PIDBITS_WORDS : 1) ||
+	    (!pid_filter && bpf_map__set_max_entries(skel->maps.pids, 1)))
 		return -EINVAL;
-	if (o->no_tls)
-		cap_tls_noload(skel);
+	if (o->no_tls && cap_tls_noload(skel))
+		return -EINVAL;
+	/* twin_eligible() is false for every connection then: the map, an LRU
+	 * allocated and linked whole at creation (~25 ms here), stays empty */
+	if ((o->no_twin || o->snaplen) && bpf_map__set_max_entries(skel->maps.twins, 1))
+		return -EINVAL;
 	if (bpf_map__set_max_entries(skel->maps.tls_scratch,
 				     o->no_tls ? 1 : libbpf_num_possible_cpus()))
 		return -EINVAL;

@@ -282,8 +282,9 @@ void cap_bpf_detach(struct reel_trace *skel);
 
 struct cap_tls;
 
-/* Before load, with --no-tls: the TLS programs are not loaded. */
-void cap_tls_noload(struct reel_trace *skel);
+/* Before load, with --no-tls: the TLS programs are not loaded and the maps
+ * only they use get one entry. 0 or -EINVAL. */
+int cap_tls_noload(struct reel_trace *skel);
 /* After the programs are attached and before capabilities are dropped:
  * examines and hooks the system's TLS libraries, --libssl, the command's
  * program and the processes in scope, then starts the discovery thread

@@ -164,19 +164,29 @@ void cap_tls_finish(struct cap_tls *t, struct cap_out *out, bool quiet)
 			t->att ? "" : "; --no-tls: none attached");
 }
 
-void cap_tls_noload(struct reel_trace *skel)
+int cap_tls_noload(struct reel_trace *skel)
 {
 	struct bpf_program *p[] = {
-		skel->progs.ssl_write_enter,	skel->progs.ssl_write_exit,
-		skel->progs.ssl_write_ex_enter, skel->progs.ssl_write_ex_exit,
-		skel->progs.ssl_read_enter,	skel->progs.ssl_read_exit,
-		skel->progs.ssl_read_ex_enter,	skel->progs.ssl_read_ex_exit,
-		skel->progs.go_write_enter,	skel->progs.go_write_ret,
-		skel->progs.go_read_enter,	skel->progs.go_read_ret,
+		skel->progs.ssl_write_enter, skel->progs.ssl_write_ex_enter,
+		skel->progs.ssl_read_enter,  skel->progs.ssl_read_ex_enter,
+		skel->progs.ssl_exit,	     skel->progs.go_write_enter,
+		skel->progs.go_write_ret,    skel->progs.go_read_enter,
+		skel->progs.go_read_ret,
+	};
+	/* only the TLS programs use them, and the syscall programs look at
+	 * them only once tls_live is set: an LRU map is allocated and
+	 * linked whole when created (tls_fds' 64 Ki entries ~30 ms here) */
+	struct bpf_map *m[] = {
+		skel->maps.tls_calls,	skel->maps.tls_fds,  skel->maps.tls_membio,
+		skel->maps.tls_last_rx, skel->maps.go_calls,
 	};
 
 	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
 		bpf_program__set_autoload(p[i], false);
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (bpf_map__set_max_entries(m[i], 1))
+			return -EINVAL;
+	return 0;
 }
 
 void cap_tls_free(struct cap_tls *t)
