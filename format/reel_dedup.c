@@ -12,14 +12,16 @@
  * record carries is computed once per target, the first time one refers to
  * it, and kept with it: a payload never repeated is never hashed. The
  * copies live in one buffer of the window's size used as a ring, mapped
- * and faulted in once when the writer opens (a malloc and free per payload
- * cost page faults, 16 times the copy into the block); an entry whose copy
- * is in the way of a new one leaves early, which only makes the writer's
- * references nearer than the rule.
+ * (on huge pages where it can) and faulted in once when the writer opens
+ * (a malloc and free per payload cost page faults, 16 times the copy into
+ * the block); an entry whose copy is in the way of a new one leaves early,
+ * which only makes the writer's references nearer than the rule.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 #include "format_internal.h"
@@ -164,10 +166,38 @@ struct reel_dedup {
 	bool collide;
 };
 
+/* The copies' buffer, every page faulted in now, when the writer opens:
+ * else the first window's worth of copies takes a page fault every 4 KiB,
+ * in the caller's thread (reelcap: the one the rings wait for). On 2 MiB
+ * pages where the kernel gives them (MADV_HUGEPAGE; 4 KiB pages otherwise):
+ * 16 faults for 32 MiB instead of 8,192, and no first write per 4 KiB page
+ * that costs on its own: in this VM 32 MiB written after MAP_POPULATE took
+ * 0.1 s of CPU, on huge pages 2 ms (faulting in: 7 ms, 2 ms). NULL if it
+ * cannot be mapped. */
+static uint8_t *window_map(size_t len)
+{
+	const size_t huge = 2u << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t span, maplen = (len + page - 1) / page * page;
+	uint8_t *m, *p;
+
+	span = maplen + huge;
+	m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	p = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (p > m)
+		munmap(m, p - m);
+	munmap(p + maplen, m + span - (p + maplen));
+	madvise(p, maplen, MADV_HUGEPAGE);
+	if (madvise(p, maplen, MADV_POPULATE_WRITE)) /* before Linux 5.14 */
+		for (size_t off = 0; off < maplen; off += page)
+			p[off] = 0;
+	return p;
+}
+
 struct reel_dedup *reel_dedup_new(uint32_t min, uint64_t window)
 {
 	struct reel_dedup *d = calloc(1, sizeof(*d));
-	void *m;
 
 	if (!d)
 		return NULL;
@@ -182,13 +212,8 @@ struct reel_dedup *reel_dedup_new(uint32_t min, uint64_t window)
 		reel_dedup_free(d);
 		return NULL;
 	}
-	/* every page of the copies faulted in now, when the writer opens:
-	 * else the first window's worth of copies takes a page fault every
-	 * 4 KiB, in the caller's thread (reelcap: the one the rings wait for).
-	 * Without it the window keeps no copies and finds no repeats. */
-	m = mmap(NULL, d->bufcap, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	d->buf = m == MAP_FAILED ? NULL : m;
+	/* Without it the window keeps no copies and finds no repeats. */
+	d->buf = window_map(d->bufcap);
 	return d;
 }
 
