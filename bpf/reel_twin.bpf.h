@@ -121,18 +121,25 @@ static __always_inline void twin_moved(struct conn_state *c, __u8 dir, __u64 pos
 		*te = end;
 }
 
-/* How many bytes at the start of [pos, pos + len), which this registered
- * connection c moved in `dir`, its peer moved the other way and has whole in
- * the file (0 when it has not, or is not traced from its start). Whichever
- * end's program runs second leaves out what the first one captured. */
-static __always_inline __u64 twin_covered(struct conn_state *c, const struct sock_info *si,
-					  __u8 dir, __u64 pos, __u64 len)
+/* The conns entry of c's registered peer, or NULL. The first lookup goes
+ * through the mirrored tuple (twin_key_of: ~10 kernel reads, a 40-byte
+ * hash); once found, the peer's conns key and generation are kept in c, so
+ * each later call costs one conns lookup. A TCP connection has one peer
+ * socket for its life: a peer that closed no longer matches its
+ * generation. */
+static __always_inline struct conn_state *twin_peer(struct conn_state *c,
+						     const struct sock_info *si)
 {
 	struct twin_key k;
 	struct twin_ref *r;
 	struct conn_state *p;
-	__u64 end;
+	__u64 key, ino = c->twin_peer_ino;
 
+	if (ino) {
+		key = c->twin_peer;
+		p = bpf_map_lookup_elem(&conns, &key);
+		return p && p->ino == ino && p->twin ? p : NULL;
+	}
 	twin_key_of(si, true, &k);
 	r = bpf_map_lookup_elem(&twins, &k);
 	if (!r) {
@@ -142,10 +149,32 @@ static __always_inline __u64 twin_covered(struct conn_state *c, const struct soc
 		 * none of twin's cost from here). */
 		if (c->pos[REEL_DIR_INGRESS & 1])
 			c->twin = 0;
-		return 0;
+		return NULL;
 	}
-	p = bpf_map_lookup_elem(&conns, &r->key);
-	if (!p || p->ino != r->ino || !p->twin)
+	key = r->key;
+	ino = r->ino;
+	p = bpf_map_lookup_elem(&conns, &key);
+	if (!p || p->ino != ino || !p->twin)
+		return NULL;
+	/* the key before the generation that marks it valid; a reader that
+	 * sees them torn looks up a key whose generation differs: no cover */
+	c->twin_peer = key;
+	barrier();
+	c->twin_peer_ino = ino;
+	return p;
+}
+
+/* How many bytes at the start of [pos, pos + len), which this registered
+ * connection c moved in `dir`, its peer moved the other way and has whole in
+ * the file (0 when it has not, or is not traced from its start). Whichever
+ * end's program runs second leaves out what the first one captured. */
+static __always_inline __u64 twin_covered(struct conn_state *c, const struct sock_info *si,
+					  __u8 dir, __u64 pos, __u64 len)
+{
+	struct conn_state *p = twin_peer(c, si);
+	__u64 end;
+
+	if (!p)
 		return 0;
 	end = p->twin_end[(dir ^ 1) & 1];
 	if (p->twin_hole[(dir ^ 1) & 1] > pos || end <= pos)
