@@ -429,6 +429,40 @@ static long walk_step(__u32 i, void *arg)
 	return 0;
 }
 
+/* The common iovec case without the walk: a few iovecs (nginx's header
+ * and body) whose bytes all fit the first chunk. Each iovec is read
+ * straight to its place in the chunk; bytes the iovecs do not cover (they
+ * changed since the call) go as a FAULT chunk, as in the walk. */
+#define R_IOV_FAST 8
+
+static __always_inline int emit_iov_fast(void *ctx, struct scratch *s)
+{
+	struct walk_state *st = &s->st;
+	__u64 off = 0;
+
+	for (int i = 0; i < R_IOV_FAST; i++) {
+		__u64 n, left = st->budget - off;
+
+		if (i >= st->nseg || !left)
+			break;
+		n = s->iov[i].iov_len;
+		if (n > left)
+			n = left;
+		barrier_var(n);
+		if (n > REEL_CHUNK_MAX)
+			n = REEL_CHUNK_MAX;
+		barrier_var(n);
+		if (bpf_probe_read_user(&s->data[off & R_DATA_MASK], n,
+					(void *)s->iov[i].iov_base))
+			st->chunk_flags |= REEL_DATAF_FAULT;
+		off += n;
+	}
+	st->off = off;
+	st->fill = off;
+	walk_finish(ctx, s);
+	return !st->lossy;
+}
+
 /* Per-message parameters of emit_msg. */
 struct msg_desc {
 	__u64 buf, buflen; /* flat buffer, or iovec array and its length */
@@ -552,6 +586,9 @@ __noinline int emit_msg(void *ctx __arg_ctx, struct scratch *s, const struct emi
 			sz = sizeof(s->iov);
 		if (bpf_probe_read_user(s->iov, sz, (void *)m->buf))
 			st->nseg = 0; /* unreadable: the bytes go as a FAULT chunk */
+		else if (st->nseg <= R_IOV_FAST && !st->skip && m->total == st->budget &&
+			 m->total <= room)
+			return emit_iov_fast(ctx, s);
 	}
 	/* a step per piece: at most one per segment plus one per chunk (of
 	 * 256 bytes at least) */
