@@ -31,11 +31,13 @@ struct {
 } skconn SEC(".maps");
 
 /* The syscall the thread is in, and whether its exit program captures
- * what moves on socket sk now (the call's fd names sk). */
+ * what moves on socket sk now (the call's fd names sk: its file is sk's
+ * socket's, compared without classifying the fd's socket again). */
 static __always_inline bool syscall_captures(struct task_struct *task, __u64 sk)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct sock_info si;
+	struct socket *sock;
+	struct file *file;
 	long nr;
 	int fd, fd2 = -1;
 
@@ -89,10 +91,14 @@ static __always_inline bool syscall_captures(struct task_struct *task, __u64 sk)
 #else
 	return false;
 #endif
+	sock = RDONLY(struct sock, sk)->sk_socket;
+	if (!sock)
+		return false;
+	file = RDONLY(struct socket, sock)->file;
+	if (!file)
+		return false;
 	fd = PT_REGS_PARM1_SYSCALL(regs);
-	if (!fd_sock_info(task, fd, &si) && si.sk == sk)
-		return true;
-	return fd2 >= 0 && !fd_sock_info(task, fd2, &si) && si.sk == sk;
+	return fd_file(task, fd) == file || (fd2 >= 0 && fd_file(task, fd2) == file);
 }
 
 struct fd_scan {
