@@ -452,8 +452,7 @@ static __always_inline int emit_iov_fast(void *ctx, struct scratch *s)
 		if (n > REEL_CHUNK_MAX)
 			n = REEL_CHUNK_MAX;
 		barrier_var(n);
-		if (bpf_probe_read_user(&s->data[off & R_DATA_MASK], n,
-					(void *)s->iov[i].iov_base))
+		if (bpf_probe_read_user(&s->data[off & R_DATA_MASK], n, (void *)s->iov[i].iov_base))
 			st->chunk_flags |= REEL_DATAF_FAULT;
 		off += n;
 	}

@@ -70,13 +70,13 @@ struct {
 struct conn_state {
 	__u64 ino;
 	__u64 sk;
-	__u64 pos[2];	    /* stream position per reel_dir */
-	__u64 tls_pos[2];   /* TLS plaintext stream position per reel_dir */
-	__u64 twin_end[2];  /* twin: bytes in the file whole up to here, per reel_dir */
-	__u64 twin_hole[2]; /* twin: end of the last message not whole, per reel_dir */
-	__u64 twin_peer;    /* twin: the peer's conns key, once found */
+	__u64 pos[2];	     /* stream position per reel_dir */
+	__u64 tls_pos[2];    /* TLS plaintext stream position per reel_dir */
+	__u64 twin_end[2];   /* twin: bytes in the file whole up to here, per reel_dir */
+	__u64 twin_hole[2];  /* twin: end of the last message not whole, per reel_dir */
+	__u64 twin_peer;     /* twin: the peer's conns key, once found */
 	__u64 twin_peer_ino; /* and its generation (0: not found yet) */
-	__s32 fd;	    /* as reported (-1: no fd) */
+	__s32 fd;	     /* as reported (-1: no fd) */
 	__u8 l4;
 	__u8 family;
 	__u8 role;

@@ -128,7 +128,7 @@ static __always_inline void twin_moved(struct conn_state *c, __u8 dir, __u64 pos
  * socket for its life: a peer that closed no longer matches its
  * generation. */
 static __always_inline struct conn_state *twin_peer(struct conn_state *c,
-						     const struct sock_info *si)
+						    const struct sock_info *si)
 {
 	struct twin_key k;
 	struct twin_ref *r;
