@@ -90,6 +90,42 @@ struct {
 	__type(value, struct conn_state);
 } conns SEC(".maps");
 
+/* The conns keys that may have an entry, as bits of a hash of the key: a
+ * clear bit is a sure no. exit_close runs for every close of every process
+ * (a file a server opened per request, a pipe) and tests its bit before it
+ * pays a conns lookup. Set before an entry is created, never cleared (a
+ * stale bit costs the lookup, as before). */
+#define R_CONN_BITS_WORDS 1024 /* 65536 bits, 8 KiB */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, R_CONN_BITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} conn_bits SEC(".maps");
+
+static __always_inline __u32 conn_bit(__u64 key)
+{
+	return (__u32)((key * 0x9e3779b97f4a7c15ULL) >> 48);
+}
+
+static __always_inline void conn_bit_set(__u64 key)
+{
+	__u32 b = conn_bit(key), w = b / 64;
+	__u64 *v = bpf_map_lookup_elem(&conn_bits, &w);
+
+	if (v && !((*v >> (b & 63)) & 1))
+		__sync_fetch_and_or(v, 1ULL << (b & 63));
+}
+
+static __always_inline bool conn_bit_test(__u64 key)
+{
+	__u32 b = conn_bit(key), w = b / 64;
+	__u64 *v = bpf_map_lookup_elem(&conn_bits, &w);
+
+	return !v || (*v >> (b & 63)) & 1;
+}
+
 #include "reel_twin.bpf.h"
 
 /* The arguments of the call ending now, read at sys_exit from the thread's
@@ -354,6 +390,7 @@ static __always_inline struct conn_state *conn_get_key(void *ctx, __u64 key, __u
 	n.family = si->family;
 	n.role = role;
 	n.twin = twin_eligible(si, role);
+	conn_bit_set(key);
 	if (bpf_map_update_elem(&conns, &key, &n, BPF_ANY)) {
 		kstat_inc(RS_CONNS_FULL);
 		return NULL;
@@ -658,6 +695,8 @@ int exit_close(struct trace_event_raw_sys_exit *ctx)
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	fd = PT_REGS_PARM1_SYSCALL(regs);
 	key = (id & 0xffffffff00000000ULL) | (__u32)fd;
+	if (!conn_bit_test(key))
+		return 0;
 	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c || fd_file(task, fd))
 		return 0;
