@@ -512,6 +512,7 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 	const unsigned nf = c->nfields, rec_type = c->rec_type;
 	uint64_t prev_ts[REEL_CODING_TS_SLOTS] = {0};
 	uint8_t t[4 * PLAN_WORDS];
+	struct reel_coding_tally own;
 	struct planes pl;
 	struct plan fp;
 	size_t ro, bp = 0;
@@ -519,23 +520,20 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 
 	assert(len % 8 == 0);
 	plan_make(c, &fp);
-	/* pass 1: records and column values, for the plane layout (the
-	 * writer's tally has them) */
-	planes_init(c, &pl);
-	if (tally) {
-		assert(tally->rec_type == c->rec_type && tally->ncol == pl.ncol);
-		pl.n = tally->n;
-		for (unsigned k = 0; k < tally->ncol; k++)
-			pl.cnt[tally->col[k]] = tally->cnt[k];
-	} else {
-		for (ro = 0; ro < len; pl.n++) {
-			uint32_t rlen = rd32(raw + ro + 4);
-
-			(void)planes_count(c, &pl, rd16(raw + ro), rlen);
-			ro += REEL_REC_HDR_SIZE + reel_pad8(rlen);
-		}
+	/* records and column values, for the plane layout: the writer's
+	 * tally, or a pass over the block that makes one */
+	if (!tally) {
+		reel_coding_tally_init(c, &own);
+		for (ro = 0; ro < len; ro += REEL_REC_HDR_SIZE + reel_pad8(rd32(raw + ro + 4)))
+			reel_coding_tally_add(&own, rd16(raw + ro), rd32(raw + ro + 4));
 		assert(ro == len);
+		tally = &own;
 	}
+	planes_init(c, &pl);
+	assert(tally->rec_type == c->rec_type && tally->ncol == pl.ncol);
+	pl.n = tally->n;
+	for (unsigned k = 0; k < tally->ncol; k++)
+		pl.cnt[tally->col[k]] = tally->cnt[k];
 	planes_place(c, &pl, out + len - planes_size(c, &pl));
 	if (++cx->gen == 0) { /* generations wrapped: forget every slot */
 		memset(cx->tab, 0, ((size_t)1 << KEY_BITS) * sizeof(*cx->tab));

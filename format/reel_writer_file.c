@@ -176,7 +176,6 @@ void reel_wr_fold_towed(struct reel_writer *w)
 /* Bytes closing the file may still write: a last block with the DROP and
  * LOST counts (one per reason and per CPU), then the index and the seek
  * table, counting the block about to be written. */
-
 static uint64_t room_size(const struct reel_writer *w)
 {
 	uint64_t ncpu = (uint64_t)w->ncpu_hint + 8;
