@@ -439,14 +439,6 @@ static void plan_make(const struct reel_coding *c, struct plan *pl)
 	pl->ok = c->nfields > 0;
 }
 
-/* n, with what the compiler knows of its range forgotten: a memcpy of it
- * stays a call */
-static inline size_t opaque_size(size_t n)
-{
-	__asm__("" : "+r"(n));
-	return n;
-}
-
 /* memcpy for the few bytes before a column field: mostly 8 to 16 */
 static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n)
 {
@@ -462,9 +454,12 @@ static inline void copy_short(uint8_t *d, const uint8_t *s, size_t n)
 
 typedef uint32_t v4u32 __attribute__((vector_size(16)));
 
-/* The masked pass over the first words of a record (w, in place) against
- * its reference: adds to decode, subtracts to code. */
-static inline void plan_words(const struct plan *fp, uint8_t *w, const uint8_t *ref, bool add)
+/* The masked pass over the first words of a record against its reference:
+ * dst = src + (ref & mask) to decode (in place, dst == src), dst = src -
+ * (ref & mask) to code (into a scratch copy: reading the record itself,
+ * not a fresh copy of it, keeps the loads off the copy's stores). */
+static inline void plan_words(const struct plan *fp, uint8_t *dst, const uint8_t *src,
+			      const uint8_t *ref, bool add)
 {
 	unsigned k = 0;
 
@@ -472,20 +467,20 @@ static inline void plan_words(const struct plan *fp, uint8_t *w, const uint8_t *
 	for (; k + 4 <= fp->nw; k += 4) {
 		v4u32 x, y, m;
 
-		memcpy(&x, w + 4 * k, 16);
+		memcpy(&x, src + 4 * k, 16);
 		memcpy(&y, ref + 4 * k, 16);
 		memcpy(&m, &fp->mask[k], 16);
 		x = add ? x + (y & m) : x - (y & m);
-		memcpy(w + 4 * k, &x, 16);
+		memcpy(dst + 4 * k, &x, 16);
 	}
 	for (; k < fp->nw; k++) {
 		uint32_t x, y;
 
-		memcpy(&x, w + 4 * k, 4);
+		memcpy(&x, src + 4 * k, 4);
 		memcpy(&y, ref + 4 * k, 4);
 		y &= fp->mask[k];
 		x = add ? x + y : x - y;
-		memcpy(w + 4 * k, &x, 4);
+		memcpy(dst + 4 * k, &x, 4);
 	}
 }
 
@@ -622,10 +617,8 @@ void reel_coding_encode(const struct reel_coding *c, struct reel_codec *cx, cons
 			/* the common record (see struct plan): the codes of its
 			 * first maxend bytes in t, then t and the rest of the
 			 * payload around the column fields' bytes */
-			/* a call to libc's memcpy: inlined, gcc makes this copy of
-			 * ~100 bytes a `rep movsq`, slow to start on every record */
-			memcpy(t, p, opaque_size(fp.maxend));
-			plan_words(&fp, t, ref, false);
+			plan_words(&fp, t, p, ref, false);
+			memcpy(t + 4 * fp.nw, p + 4 * fp.nw, fp.maxend - 4 * fp.nw);
 			for (unsigned j = 0; j < fp.nspec; j++)
 				encode_field(c, &pl, fp.spec[j], p, ts, ref, reflen,
 					     t + c->fields[fp.spec[j]].off);
@@ -798,7 +791,7 @@ int reel_coding_decode(const struct reel_coding *c, struct reel_codec *cx, const
 		if (fp.ok && ref && rlen >= fp.maxend && reflen >= fp.maxend) {
 			/* the common record: masked 32-bit adds (the words of
 			 * other fields add 0), then the other fields */
-			plan_words(&fp, p, ref, true);
+			plan_words(&fp, p, p, ref, true);
 			for (unsigned j = 0; j < fp.nspec; j++)
 				decode_common(c, &pl, fp.spec[j], p, ts, ref);
 			continue;
