@@ -97,13 +97,19 @@ static uint32_t put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_
 	p = b->data + b->len;
 	memcpy(p, &h, sizeof(h));
 	p += sizeof(h);
-	if (alen)
-		memcpy(p, a, alen);
-	if (clen)
-		memcpy(p + alen, c, clen);
-	/* zero the padding: one 8-byte store covers it */
-	if (padded != len)
-		memset(p + len, 0, padded - len);
+	/* the padding zeroed first, by one store over the last word; the
+	 * payload then overwrites what of that word is its own */
+	if (padded)
+		wr64(p + padded - 8, 0);
+	if (clen && (const uint8_t *)a + alen == c) {
+		/* one piece split in two (a DATA event's header and payload) */
+		memcpy(p, a, len);
+	} else {
+		if (alen)
+			memcpy(p, a, alen);
+		if (clen)
+			memcpy(p + alen, c, clen);
+	}
 	b->len += REEL_REC_HDR_SIZE + padded;
 	reel_coding_tally_add(&b->tally, type, len);
 	/* the index counts records as readers yield them: a REF as its type */
