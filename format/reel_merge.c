@@ -5,9 +5,11 @@
  * held until every live reader has read past ts + window_ns, then released
  * by (ts, file_idx, cpu, order of appearance in the file).
  *
- * reelcap drains every ring at least every 100 ms, so a record with time T is
- * in the file before any record stamped later than T plus one drain cycle: a
- * window of a few cycles is enough.
+ * reelcap drains every ring at least every 100 ms, but a ring with a backlog
+ * a pass at a time: a record with time T is in the file before any record
+ * stamped later than T plus the time a backlog took to drain, which a busy
+ * host can stretch past 500 ms. The window is 2 s by default; memory stays
+ * bounded by the bytes held (below), not by the window.
  *
  * No record is copied. A held record points into its decompressed block,
  * which stays alive (reference counted) while any of its records is held or
@@ -31,7 +33,11 @@
 #include "format_internal.h"
 #include "reel_reader_internal.h"
 
-#define DEFAULT_WINDOW_NS      500000000ull
+/* 2 s: a ring is drained at least every 100 ms, but one with a backlog is
+ * read a pass at a time (capture/drain.c), so on a busy host a CPU's
+ * records can reach the file more than 500 ms after another's of the same
+ * time (capture_twin's file, 32 MiB rings, both ends of 1 MiB bursts). */
+#define DEFAULT_WINDOW_NS      2000000000ull
 #define DEFAULT_MAX_HELD       1000000u
 #define DEFAULT_MAX_HELD_BYTES (64ull << 20)
 

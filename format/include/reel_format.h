@@ -729,8 +729,10 @@ void reel_reader__close(struct reel_reader *r);
 struct reel_merge_opts {
 	size_t sz;
 	/* Records are held until the newest timestamp seen is this far past
-	 * them (default 500 ms): per-CPU streams are each in order, and reelcap
-	 * drains every ring at least every 100 ms. */
+	 * them (default 2 s): per-CPU streams are each in order, and reelcap
+	 * drains every ring at least every 100 ms, a backlog a pass at a time
+	 * (on a busy host a CPU's records can reach the file over 500 ms
+	 * late). */
 	uint64_t window_ns;
 	/* Hard bound on records held (default 1,000,000); past it the oldest is
 	 * released even if inside the window. */
