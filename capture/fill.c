@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,12 +284,18 @@ void cap_fill_sample(struct cap_fill *f, struct cap_out *out, uint32_t cpu, uint
 	struct reel_file_ref r;
 	uint64_t done = 0;
 	int fd, err = 0;
+	uint32_t flags;
+	uint16_t kind;
 
 	if (!f || size < sizeof(ev) + sizeof(r))
 		return;
+	/* every sample comes here: two fields tell, before the header's copy */
+	memcpy(&kind, (const uint8_t *)raw + offsetof(struct reel_ev_hdr, kind), sizeof(kind));
+	memcpy(&flags, (const uint8_t *)raw + offsetof(struct reel_ev_data, flags), sizeof(flags));
+	if (kind != REEL_EV_DATA || (flags & REEL_DATAF_FILE_REF) == 0)
+		return;
 	memcpy(&ev, raw, sizeof(ev));
-	if (ev.hdr.kind != REEL_EV_DATA || (ev.flags & REEL_DATAF_FILE_REF) == 0 ||
-	    ev.hdr.size < sizeof(ev) + sizeof(r) || ev.cap_len || !ev.len)
+	if (ev.hdr.size < sizeof(ev) + sizeof(r) || ev.cap_len || !ev.len)
 		return;
 	memcpy(&r, (const uint8_t *)raw + sizeof(ev), sizeof(r));
 	f->st.refs++;
