@@ -336,7 +336,7 @@ static void planes_place(const struct reel_coding *c, struct planes *pl, uint8_t
 }
 
 /* Where the last key range ends: a payload at least this long holds every
- * key range (0: no key, no payload does). */
+ * key range (UINT32_MAX when there is no key range: no payload does). */
 static uint32_t key_end(const struct reel_coding *c)
 {
 	uint32_t end = 0;
