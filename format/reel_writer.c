@@ -101,7 +101,7 @@ static uint32_t put_rec(struct wblock *b, uint16_t type, uint16_t flags, uint32_
 	 * payload then overwrites what of that word is its own */
 	if (padded)
 		wr64(p + padded - 8, 0);
-	if (clen && (const uint8_t *)a + alen == c) {
+	if (alen && clen && (const uint8_t *)a + alen == c) {
 		/* one piece split in two (a DATA event's header and payload) */
 		memcpy(p, a, len);
 	} else {
