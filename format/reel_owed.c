@@ -85,9 +85,14 @@ void reel_owed_block(struct reel_owed *o, const uint8_t *recs, size_t len)
 		const uint8_t *h = recs + off;
 		uint32_t plen = rd32(h + 4);
 
-		if (rd16(h) == REEL_REC_LOST && plen >= sizeof(struct reel_lost))
-			(void)reel_owed_lost_rec(o, rd32(h + 8), rd64(h + 16),
-						 h + REEL_REC_HDR_SIZE, plen, NULL, 0);
+		if (rd16(h) == REEL_REC_LOST && plen >= sizeof(struct reel_lost)) {
+			struct reel_lost l;
+
+			/* whole in the block: no second piece to join (passing
+			 * NULL for it let gcc -O3 see a memcpy from NULL) */
+			memcpy(&l, h + REEL_REC_HDR_SIZE, sizeof(l));
+			(void)reel_owed_lost(o, rd32(h + 8), rd64(h + 16), l.id, l.lost);
+		}
 		off += REEL_REC_HDR_SIZE + reel_pad8(plen);
 	}
 }
