@@ -615,6 +615,13 @@ int reel_writer__rotate(struct reel_writer *w, const char *path);
 
 void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st);
 
+/* Whether the file being written was removed (unlinked, its directory
+ * perhaps with it) since it was opened: 1 when it is a regular file without
+ * a name left (fstat's st_nlink 0), whatever is written to it then being
+ * lost at close; 0 otherwise (a FIFO or a device counts as present);
+ * -errno when fstat fails. Call it from the appending thread. */
+int reel_writer__file_removed(const struct reel_writer *w);
+
 /* The header of the file being written, as a reader parses it from the file
  * (clock pair, host facts, ABI version, coding). Owned by the writer, valid
  * until the next rotate or close. */
