@@ -267,6 +267,12 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		p->st.dropped_records += ev.drop.records;
 		p->tot.dropped_bytes += ev.drop.bytes;
 		p->tot.drop_records++;
+		if (ev.damage.kind == REEL_DAMAGE_BLOCK) {
+			p->tot.recover_blocks++;
+			p->tot.recover_records += ev.drop.records;
+		} else if (ev.damage.kind == REEL_DAMAGE_REFS) {
+			p->tot.recover_refs += ev.drop.records;
+		}
 		reel_loss_note(p, &ev, true);
 		if (p->o.json) {
 			struct reel_sb sb;
