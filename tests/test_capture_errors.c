@@ -643,7 +643,15 @@ static void one_removed_dir(const char *dir, const char *file_size)
 		fail_msg("reelcap did not start");
 	}
 	usleep(1500000);
-	assert_int_equal(exit_code(cit_run(rm, NULL)), 0);
+	/* (a rotation creating its file meanwhile makes rm -rf's rmdir fail:
+	 * again, until the directory is gone) */
+	for (int i = 0; i < 50; i++) {
+		struct stat sb;
+
+		cit_run(rm, NULL);
+		if (stat(sub, &sb))
+			break;
+	}
 	st = wait_exit(cap, 30);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
@@ -671,9 +679,14 @@ static void one_removed_dir(const char *dir, const char *file_size)
 	free(s);
 	printf("-w %s%s%s, its directory removed: exit 1; %llu records (%llu bytes) went with it\n",
 	       file, file_size ? " -C " : "", file_size ? file_size : "", records, bytes);
-	/* 1.5 s of 1.6 MB/s: a few hundred records, 16 KiB each */
-	assert_true(records > 20);
-	assert_true(bytes > 20 * 16384ull);
+	/* the file's CLOCK record at least (with -C, a rotation may have
+	 * begun it just before); without -C, 1.5 s of 1.6 MB/s: hundreds of
+	 * records, the 16 KiB writes stored whole */
+	assert_true(records >= 1);
+	if (!file_size) {
+		assert_true(records > 20);
+		assert_true(bytes > 20 * 16384ull);
+	}
 }
 
 static void test_removed_dir(void **state)
