@@ -251,8 +251,10 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 	if (t->recover_blocks || t->recover_refs)
 		fprintf(f,
 			"dropped by reeltool recover: %" PRIu64 " damaged block%s (%" PRIu64
-			" records), %" PRIu64 " REF records whose bytes were in them\n",
+			" records%s), %" PRIu64 " REF records whose bytes were in them\n",
 			t->recover_blocks, t->recover_blocks == 1 ? "" : "s", t->recover_records,
+			t->recover_unsized ? ", and those of blocks the input's index did not name"
+					   : "",
 			t->recover_refs);
 	if (t->reorder_forced)
 		fprintf(f, "reorder window overflowed %" PRIu64 " times\n", t->reorder_forced);

@@ -30,6 +30,7 @@ struct reel_summary_totals {
 	/* DROP records of reason DAMAGED (reeltool recover): blocks left out,
 	 * the records their input's index counted, REF records left out */
 	uint64_t recover_blocks, recover_records, recover_refs;
+	uint64_t recover_unsized; /* of those blocks, ones the input's index did not name */
 	uint64_t first_real_ns, last_real_ns;
 };
 

@@ -15,7 +15,8 @@
  *   bytes they stood for;
  * - reelplay --summary puts every missing byte (2000 per chunk left out) in
  *   "in damaged blocks dropped by recover", counts the block and the REF
- *   records, and the pcapng's hole comments name the damaged block.
+ *   records, and the pcapng's hole comments and the JSON's drop lines name
+ *   the damaged block.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -335,6 +336,19 @@ static void test_recover_says_why(void **state)
 		 "recover",
 		 k);
 	assert_non_null(memmem(s, slen, want, strlen(want)));
+	free(s);
+	{
+		const char *argv[] = {REELPLAY, tpath("rec.reel"), "--json", tpath("rec.json"),
+				      NULL};
+
+		assert_int_equal(run(argv, tpath("json.txt")), 0);
+	}
+	s = slurp(tpath("rec.json"), NULL);
+	snprintf(want, sizeof(want),
+		 "\"records\":%u,\"bytes\":%u,\"reason\":\"damaged block dropped by "
+		 "recover\",\"damaged_block\":%d}",
+		 kinfo.records, kinfo.raw_size, k);
+	assert_non_null(strstr(s, want));
 	free(s);
 }
 
