@@ -33,7 +33,14 @@ struct cap_out {
 	size_t abuf_cap;
 	bool hurry; /* the drain is behind: no copies kept for later repeats */
 	uint64_t spells;
+	uint64_t cut_bytes;	/* bytes the overload control left out, as the file says */
+	bool removed;		/* the file being written lost its name: the capture stops */
+	uint64_t checked_ns;	/* when that was last checked */
+	uint64_t file_records0; /* the writer's records when the current file began */
 };
+
+/* How often the file being written is checked for a removal (an fstat). */
+#define REMOVED_CHECK_NS (200ull * 1000000ull)
 
 const char *cap_file_kind(unsigned mode)
 {
@@ -273,18 +280,57 @@ static int out_write(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t 
 	return reel_writer__append_dedup(out->w, type, 0, cpu, ts, a, alen, b, blen);
 }
 
+/* The stream bytes a record the file took says the overload control left
+ * out, counted as reeltool info and reelplay count them: an OVERLOAD chunk's
+ * uncaptured bytes (bpf/ABI.md), a FILL record not read back because the
+ * writer was behind (REEL_FILL_OVERLOAD). */
+static uint64_t overload_cut(uint16_t type, const void *a, uint32_t alen)
+{
+	const uint8_t *p = a;
+
+	if (type == REEL_REC_SAMPLE && alen >= sizeof(struct reel_ev_data)) {
+		uint32_t flags, len, cap_len;
+		uint16_t kind;
+
+		/* a perf sample's data is 4-byte aligned: no struct access */
+		memcpy(&kind, p + offsetof(struct reel_ev_hdr, kind), sizeof(kind));
+		memcpy(&flags, p + offsetof(struct reel_ev_data, flags), sizeof(flags));
+		if (kind != REEL_EV_DATA || !(flags & REEL_DATAF_OVERLOAD))
+			return 0;
+		memcpy(&len, p + offsetof(struct reel_ev_data, len), sizeof(len));
+		memcpy(&cap_len, p + offsetof(struct reel_ev_data, cap_len), sizeof(cap_len));
+		return len > cap_len ? len - cap_len : 0;
+	}
+	if (type == REEL_REC_FILL && alen >= sizeof(struct reel_fill)) {
+		struct reel_fill f;
+
+		memcpy(&f, a, sizeof(f));
+		return f.status == REEL_FILL_OVERLOAD ? f.len : 0;
+	}
+	return 0;
+}
+
 int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts, const void *a,
 		   uint32_t alen, const void *b, uint32_t blen)
 {
 	int err = out_write(out, type, cpu, ts, a, alen, b, blen);
 
-	if (out->pipe && !err)
+	if (err)
+		return err;
+	out->cut_bytes += overload_cut(type, a, alen);
+	if (out->pipe)
 		pipe_push(out, type, cpu, ts, a, alen, b, blen);
-	return err;
+	return 0;
+}
+
+uint64_t cap_out_cut_bytes(const struct cap_out *out)
+{
+	return out ? out->cut_bytes : 0;
 }
 
 static int out_rotate(struct cap_out *out)
 {
+	struct reel_writer_stats st;
 	char path[4096];
 	int fd, err;
 
@@ -293,8 +339,8 @@ static int out_rotate(struct cap_out *out)
 	 * it the way cap_out_create_file does */
 	fd = cap_out_create_file(path, true);
 	if (fd < 0) {
-		fprintf(stderr, "reelcap: cannot rotate to %s: %s\n", path,
-			cap_out_create_error(fd));
+		fprintf(stderr, "reelcap: cannot rotate to %s: %s (%d)\n", path,
+			cap_out_create_error(fd), -fd);
 		return fd;
 	}
 	close(fd);
@@ -307,6 +353,8 @@ static int out_rotate(struct cap_out *out)
 	}
 	out->file_seq++;
 	out->files++;
+	reel_writer__stats(out->w, &st);
+	out->file_records0 = st.records;
 	snprintf(out->path, sizeof(out->path), "%s", path);
 	return 0;
 }
@@ -323,6 +371,43 @@ static uint64_t est_file_bytes(const struct reel_writer_stats *st)
 	return st->file_bytes + (uint64_t)((double)st->queued_bytes * r);
 }
 
+/* Has the file being written lost its name (rm, rm -rf of its directory)?
+ * Said once on stderr; -ENOENT then, for the capture to stop: what is
+ * written to a file without a name is gone at close. */
+static int check_removed(struct cap_out *out)
+{
+	struct reel_writer_stats st;
+	char dir[4096], *slash;
+	struct stat sb;
+	bool dir_gone;
+
+	if (out->removed)
+		return -ENOENT;
+	if (reel_writer__file_removed(out->w) != 1)
+		return 0;
+	out->removed = true;
+	reel_writer__stats(out->w, &st);
+	snprintf(dir, sizeof(dir), "%s", out->path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	dir_gone = stat(dir, &sb) != 0;
+	fprintf(stderr,
+		"reelcap: %s was removed during the capture%s%s%s: stopping the capture (the %llu "
+		"records written to it go with it)\n",
+		out->path, dir_gone ? " (its directory " : "", dir_gone ? dir : "",
+		dir_gone ? " is gone too)" : "",
+		(unsigned long long)(st.records - out->file_records0));
+	return -ENOENT;
+}
+
+bool cap_out_removed(const struct cap_out *out)
+{
+	return out->removed;
+}
+
 int cap_out_tick(struct cap_out *out, uint64_t now)
 {
 	struct reel_writer_stats st;
@@ -330,12 +415,20 @@ int cap_out_tick(struct cap_out *out, uint64_t now)
 
 	if (err && err != -ENOBUFS)
 		return err; /* the file refused a write */
+	if (now - out->checked_ns >= REMOVED_CHECK_NS || out->removed) {
+		out->checked_ns = now;
+		if (check_removed(out))
+			return -ENOENT;
+	}
 	if (!out->o->file_size || out->rotate_failed)
 		return 0;
 	reel_writer__stats(out->w, &st);
 	if (est_file_bytes(&st) < out->o->file_size)
 		return 0;
 	if (out_rotate(out)) {
+		/* a directory removed takes the file being written with it */
+		if (check_removed(out))
+			return -ENOENT;
 		out->rotate_failed = true;
 		fprintf(stderr, "reelcap: no more rotation: writing on in %s\n", out->path);
 		return 0;
@@ -373,6 +466,7 @@ void cap_out_disk(const struct cap_out *out, struct cap_disk *disk)
 
 	disk->files = 0;
 	disk->bytes = 0;
+	disk->removed = out->removed;
 	for (int i = 0; i < slots; i++) {
 		rotation_path(out, i, path, sizeof(path));
 		if (stat(path, &st))
@@ -399,6 +493,33 @@ int cap_out_files(const struct cap_out *out)
 	return out->files;
 }
 
+/* After the file being written was removed: what it took with it, and the
+ * files of the capture still on disk (the earlier ones of a rotation). */
+static void removed_report(const struct cap_out *out, const struct reel_writer_stats *ws)
+{
+	int slots = out->o->file_count > 0 && out->files > out->o->file_count ? out->o->file_count
+									      : out->files;
+	struct cap_disk disk;
+	char path[4096];
+	struct stat st;
+	int n = 0;
+
+	cap_out_disk(out, &disk);
+	fprintf(stderr,
+		"reelcap: exit status 1: %s was removed during the capture, and with it the %llu "
+		"records (%llu bytes) written to it; kept on disk: %d file%s, %llu bytes",
+		out->path, (unsigned long long)(ws->records - out->file_records0),
+		(unsigned long long)ws->file_bytes, disk.files, disk.files == 1 ? "" : "s",
+		(unsigned long long)disk.bytes);
+	for (int i = 0; i < slots; i++) {
+		rotation_path(out, i, path, sizeof(path));
+		if (!stat(path, &st))
+			fprintf(stderr, "%s%s (%llu bytes)", n++ ? ", " : ": ", path,
+				(unsigned long long)st.st_size);
+	}
+	fputc('\n', stderr);
+}
+
 int cap_out_close(struct cap_out *out, struct reel_writer_stats *final, struct cap_disk *disk)
 {
 	struct stat st;
@@ -406,6 +527,8 @@ int cap_out_close(struct cap_out *out, struct reel_writer_stats *final, struct c
 
 	if (!out)
 		return 0;
+	/* removed since the last tick: the capture ends all the same */
+	(void)check_removed(out);
 	/* the last DROP/LOST records reach the pipeline before it finishes */
 	reel_writer__flush(out->w);
 	if (final)
@@ -425,6 +548,11 @@ int cap_out_close(struct cap_out *out, struct reel_writer_stats *final, struct c
 		err = reel_writer__close(out->w);
 		out->w = NULL;
 		out->written = ws.total_file_bytes;
+		if (out->removed) {
+			removed_report(out, &ws);
+			if (!err)
+				err = -ENOENT;
+		}
 	}
 	/* the footer is written at close: count the file as it is now */
 	if (final && stat(out->path, &st) == 0 && (uint64_t)st.st_size >= final->file_bytes) {

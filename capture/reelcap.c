@@ -110,9 +110,11 @@ static void human(double v, char *buf, size_t cap)
 
 /* LOST: samples the kernel lost (every one in a LOST record of the file);
  * DROP: records the writer could not take (every one in a DROP record);
- * the files on disk now, and the compression of all bytes written. */
+ * cut: stream bytes the overload control left out (OVERLOAD chunks and FILL
+ * records of the file, what reelplay counts as cut by it); the files on disk
+ * now, and the compression of all bytes written. */
 static void stats_line(const char *prefix, struct cap_drain *d, const struct reel_writer_stats *wsp,
-		       const struct cap_disk *disk, uint64_t t0)
+		       uint64_t cut, const struct cap_disk *disk, uint64_t t0)
 {
 	struct reel_writer_stats ws = *wsp;
 	uint64_t samples, bytes, lost, dropped;
@@ -122,13 +124,13 @@ static void stats_line(const char *prefix, struct cap_drain *d, const struct ree
 	human(bytes, b1, sizeof(b1));
 	human(disk->bytes, b2, sizeof(b2));
 	fprintf(stderr,
-		"reelcap: %s%.1fs: %llu events (%s), %llu LOST, %llu DROP, %d file%s %s (%llu "
-		"bytes), "
-		"compression %.2fx\n",
+		"reelcap: %s%.1fs: %llu events (%s), %llu LOST, %llu DROP, %llu bytes cut, %d "
+		"file%s %s (%llu bytes), compression %.2fx\n",
 		prefix, (reel_now_mono_ns() - t0) / 1e9, (unsigned long long)samples, b1,
 		(unsigned long long)lost,
 		(unsigned long long)(dropped > ws.dropped_records ? dropped : ws.dropped_records),
-		disk->files, disk->files == 1 ? "" : "s", b2, (unsigned long long)disk->bytes,
+		(unsigned long long)cut, disk->files, disk->files == 1 ? "" : "s", b2,
+		(unsigned long long)disk->bytes,
 		ws.total_file_bytes ? (double)ws.raw_bytes / ws.total_file_bytes : 0.0);
 	if (ws.blocks_faster) /* the writer kept up by compressing faster (FORMAT.md 4.3) */
 		fprintf(stderr,
@@ -460,10 +462,12 @@ static void capture_loop(struct cap_run *r)
 			/* what is not written is counted: the file ends with those
 			 * counts (the writer kept room for them) */
 			r->write_err = err;
-			fprintf(stderr,
-				"reelcap: writing %s failed: %s (%d); stopping the capture: what "
-				"was not written is counted in the file's DROP and LOST records\n",
-				cap_out_path(r->out), reel_strerror(err), -err);
+			if (!cap_out_removed(r->out)) /* (else said, with what it took) */
+				fprintf(stderr,
+					"reelcap: writing %s failed: %s (%d); stopping the "
+					"capture: what was not written is counted in the file's "
+					"DROP and LOST records\n",
+					cap_out_path(r->out), reel_strerror(err), -err);
 			break;
 		}
 		if (err == 1) {
@@ -486,7 +490,7 @@ static void capture_loop(struct cap_run *r)
 			struct cap_disk disk;
 
 			cap_out_disk(r->out, &disk);
-			stats_line("", r->d, &ws, &disk, r->t0);
+			stats_line("", r->d, &ws, cap_out_cut_bytes(r->out), &disk, r->t0);
 			last_line = now;
 		}
 		if (o->duration_s && now - r->t0 >= o->duration_s * 1e9)
@@ -508,7 +512,7 @@ static int finish(struct cap_run *r)
 	struct reel_writer_stats ws;
 	struct cap_disk disk;
 	bool rotate_failed;
-	uint64_t ks[CAP_KSTATS];
+	uint64_t ks[CAP_KSTATS], cut;
 	int err;
 
 	if (r->child && !r->child_done) {
@@ -565,16 +569,18 @@ static int finish(struct cap_run *r)
 	if (!o->quiet)
 		hurry_line(r->out);
 	rotate_failed = cap_out_rotate_failed(r->out);
+	cut = cap_out_cut_bytes(r->out);
 	err = cap_out_close(r->out, &ws, &disk);
 	r->out = NULL;
-	stats_line("final: ", r->d, &ws, &disk, r->t0);
-	if (err && !r->write_err)
+	/* printed whatever -q says (like tcpdump's drops): LOST, DROP and cut */
+	stats_line("final: ", r->d, &ws, cut, &disk, r->t0);
+	if (err && !r->write_err && !disk.removed)
 		fprintf(stderr, "reelcap: writing %s failed: %s (%d)\n", o->out_path,
 			reel_strerror(err), -err);
-	if (rotate_failed && !o->quiet)
+	if (rotate_failed && !disk.removed)
 		fprintf(stderr, "reelcap: exit status 1: the files were not rotated as -C asked\n");
 	/* an output that failed (a refused write, a rotation that could not
-	 * happen) outranks the command's status */
+	 * happen, a file removed) outranks the command's status */
 	if (err || r->write_err || rotate_failed)
 		return 1;
 	if (r->child && r->child_done)

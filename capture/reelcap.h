@@ -96,8 +96,10 @@ int cap_out_append(struct cap_out *out, uint16_t type, uint32_t cpu, uint64_t ts
 /* Periodic work: closes old blocks, rotates by size. Returns 1 when it
  * started a new file, 0, or the negative errno of a write the file refused
  * (then every record is dropped and counted: the capture should stop; the
- * file closes cleanly with those counts, see reel_writer__close). A failed
- * rotation is said on stderr and leaves the current file in use. */
+ * file closes cleanly with those counts, see reel_writer__close), or
+ * -ENOENT when the file being written was removed (said on stderr; the
+ * capture should stop). A failed rotation is said on stderr and leaves the
+ * current file in use. */
 int cap_out_tick(struct cap_out *out, uint64_t now);
 /* --print: every record stamped before complete_ns has been appended (the
  * drain read every ring since): the pipeline prints what it held for them
@@ -120,17 +122,27 @@ void cap_out_stats(const struct cap_out *out, struct reel_writer_stats *st);
 int cap_out_files(const struct cap_out *out);
 /* The file being written (FILE or FILE.N after rotation). */
 const char *cap_out_path(const struct cap_out *out);
+/* The file being written was removed during the capture (said on stderr
+ * when cap_out_tick found it, which then returned -ENOENT). */
+bool cap_out_removed(const struct cap_out *out);
+/* Stream bytes the overload control left out, in the records the file took
+ * (OVERLOAD chunks, FILL records not read back): what reelplay counts as
+ * "cut by the overload control". */
+uint64_t cap_out_cut_bytes(const struct cap_out *out);
 /* A rotation failed (said on stderr when it did). */
 bool cap_out_rotate_failed(const struct cap_out *out);
 /* The capture's files on disk now (with -W, the slots reused) and their size. */
 struct cap_disk {
 	int files;
 	uint64_t bytes;
+	bool removed; /* the file being written was removed (cap_out_removed) */
 };
 void cap_out_disk(const struct cap_out *out, struct cap_disk *disk);
 /* Finishes the pipeline and the file; fills *final (if not NULL) with the
  * writer's stats including the footer, and *disk (if not NULL) with the
- * files on disk after it. Returns the writer's first error. */
+ * files on disk after it. Returns the writer's first error, or -ENOENT when
+ * the file was removed during the capture (then said on stderr with the
+ * records it took with it and the files kept). */
 int cap_out_close(struct cap_out *out, struct reel_writer_stats *final, struct cap_disk *disk);
 
 /* Opens path for writing as reelcap does: a new file 0600, never through a

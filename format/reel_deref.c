@@ -34,6 +34,7 @@ struct reel_deref {
 	size_t *offs; /* offsets of the current block's records, by number */
 	size_t offs_cap;
 	uint64_t refs, ref_bytes, bad;
+	struct reel_refs_left_out lo; /* of the block last loaded */
 };
 
 void reel_deref_free(struct reel_deref *d)
@@ -54,6 +55,31 @@ void reel_deref_stats(const struct reel_reader *r, uint64_t *refs, uint64_t *byt
 	*refs = d ? d->refs : 0;
 	*bytes = d ? d->ref_bytes : 0;
 	*bad = d ? d->bad : 0;
+}
+
+void reel_reader__refs_left_out(const struct reel_reader *r, struct reel_refs_left_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (r && r->deref)
+		*out = r->deref->lo;
+}
+
+/* A REF record (header h) left out: counted in d->lo. */
+static void left_out(struct reel_deref *d, const uint8_t *h, const struct reel_ref *ref, uint64_t x)
+{
+	uint64_t ts = rd64(h + 16);
+	struct reel_refs_left_out *lo = &d->lo;
+
+	if (!lo->records++) {
+		lo->target = x ? ref->block : UINT32_MAX;
+		lo->cpu = rd32(h + 8);
+		lo->first_ts = lo->last_ts = ts;
+	}
+	if (ts < lo->first_ts)
+		lo->first_ts = ts;
+	if (ts > lo->last_ts)
+		lo->last_ts = ts;
+	lo->bytes += x;
 }
 
 /* Block `block` decoded (cached): the slot, or NULL with *why. */
@@ -236,15 +262,19 @@ static bool put_one(struct reel_reader *r, struct reel_deref *d, const struct rf
 	x = ref_len(h, &ref);
 	if (!x) {
 		*why = "it is malformed";
+		left_out(d, h, &ref, 0);
 		return false;
 	}
 	if (x > *budget) {
 		*why = "the block's records would pass 64 MiB";
+		left_out(d, h, &ref, x);
 		return false;
 	}
 	src = resolve(r, d, h, f->block, i, &ref, why);
-	if (!src)
+	if (!src) {
+		left_out(d, h, &ref, x);
 		return false;
+	}
 	/* grown as the records resolve: what a REF claims is not believed
 	 * before its target is found */
 	if (ensure(d, *o + REEL_REC_HDR_SIZE + reel_pad8((uint32_t)x))) {
@@ -276,6 +306,8 @@ int reel_deref_block(struct reel_reader *r, const struct rframe *f)
 	bool any = false;
 	uint8_t *tmp;
 
+	if (d)
+		memset(&d->lo, 0, sizeof(d->lo));
 	for (off = 0; off < r->blen && !any;
 	     off += REEL_REC_HDR_SIZE + reel_pad8(rd32(r->buf + off + 4)))
 		any = rd16(r->buf + off) == REEL_REC_REF;
@@ -286,6 +318,7 @@ int reel_deref_block(struct reel_reader *r, const struct rframe *f)
 		if (!d)
 			goto nomem;
 	}
+	d->lo.block = f->block;
 	if (plan(d, r->buf, r->blen, &nrec) || ensure(d, r->blen))
 		goto nomem;
 	for (uint32_t i = 0; i < nrec; i++) {

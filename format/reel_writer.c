@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -659,6 +660,18 @@ int reel_writer__rotate(struct reel_writer *w, const char *path)
 		}
 	}
 	return err;
+}
+
+int reel_writer__file_removed(const struct reel_writer *w)
+{
+	struct stat st;
+
+	if (!w || w->fd < 0)
+		return -EBADF;
+	if (fstat(w->fd, &st))
+		return -errno;
+	/* a FIFO's reader still gets what is written after its name went */
+	return S_ISREG(st.st_mode) && st.st_nlink == 0;
 }
 
 const struct reel_header *reel_writer__header(const struct reel_writer *w)

@@ -195,6 +195,8 @@ const char *reel_drop_reason(uint32_t r)
 		return "filtered";
 	case REEL_DROP_TOO_BIG:
 		return "too big";
+	case REEL_DROP_DAMAGED:
+		return "damaged block dropped by recover";
 	default:
 		return "other";
 	}
@@ -223,16 +225,25 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	struct reel_l7_emit emit = {c, reel_on_txn};
 	char buf[512];
 	struct reel_sb sb;
+	const struct loss_note *l = NULL;
 
+	if (why == REASM_HOLE_GAP) {
+		l = loss_before(p, next ? next->ts : ts);
+		/* a DROP of reason DAMAGED before it: reeltool recover left out
+		 * a damaged block, or REF records whose bytes were in one */
+		if (l && l->drop && l->reason == REEL_DROP_DAMAGED)
+			why = REASM_HOLE_DAMAGED;
+	}
 	p->st.hole_bytes += len;
 	p->tot.holes++;
 	if ((unsigned)why < sizeof(p->tot.hole_bytes_by) / sizeof(p->tot.hole_bytes_by[0]))
 		p->tot.hole_bytes_by[why] += len;
 	/* (io_uring's length-only holes count as length-only in a txn) */
 	/* (and a TWIN chunk's bytes lost at the peer as lost) */
-	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING  ? REASM_HOLE_LENONLY
-					      : why == REASM_HOLE_TWIN ? REASM_HOLE_GAP
-								       : why));
+	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING ? REASM_HOLE_LENONLY
+					      : why == REASM_HOLE_TWIN || why == REASM_HOLE_DAMAGED
+						      ? REASM_HOLE_GAP
+						      : why));
 	reel_sb_init(&sb, buf, sizeof(buf));
 	if (c->fl->note[dir]) {
 		reel_sb_puts(&sb, c->fl->note[dir]);
@@ -241,9 +252,24 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	reel_sb_printf(&sb, "reel: %" PRIu64 " bytes missing here at stream position %" PRIu64 " (",
 		       len, pos);
 	switch (why) {
+	case REASM_HOLE_DAMAGED:
+		if (l->damage.kind == REEL_DAMAGE_REFS)
+			reel_sb_printf(&sb,
+				       "REF records of block %u whose bytes were in damaged block "
+				       "%u, left out by reeltool recover: DROP %" PRIu64 " records",
+				       l->damage.in_block, l->damage.block, l->count);
+		else if (l->damage.kind == REEL_DAMAGE_BLOCK && l->damage.block != UINT32_MAX)
+			reel_sb_printf(&sb,
+				       "damaged block %u dropped by reeltool recover: DROP %" PRIu64
+				       " records",
+				       l->damage.block, l->count);
+		else
+			reel_sb_printf(&sb,
+				       "a damaged block dropped by reeltool recover: DROP %" PRIu64
+				       " records",
+				       l->count);
+		break;
 	case REASM_HOLE_GAP: {
-		const struct loss_note *l = loss_before(p, next ? next->ts : ts);
-
 		if (!l)
 			reel_sb_puts(&sb, "not captured; no LOST or DROP record explains it");
 		else if (l->drop)
@@ -307,4 +333,5 @@ void reel_loss_note(struct reel_pipeline *p, const struct reel_event *ev, bool d
 	l->drop = drop;
 	l->count = drop ? ev->drop.records : ev->lost.lost;
 	l->reason = drop ? ev->drop.reason : 0;
+	l->damage = drop ? ev->damage : (struct reel_drop_damage){0};
 }

@@ -209,6 +209,11 @@ int reel_event_decode(const struct reel_record *rec, struct reel_event *ev)
 			return bad(rec, "DROP of %u bytes < %zu", rec->len,
 				   sizeof(struct reel_drop));
 		memcpy(&ev->drop, rec->data, sizeof(ev->drop));
+		memset(&ev->damage, 0, sizeof(ev->damage));
+		if (ev->drop.reason == REEL_DROP_DAMAGED &&
+		    rec->len >= sizeof(struct reel_drop) + sizeof(struct reel_drop_damage))
+			memcpy(&ev->damage, (const uint8_t *)rec->data + sizeof(struct reel_drop),
+			       sizeof(ev->damage));
 		ev->kind = REEL_EVENT_DROP;
 		return 0;
 	case REEL_REC_PROC:

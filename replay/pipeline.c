@@ -267,19 +267,33 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		p->st.dropped_records += ev.drop.records;
 		p->tot.dropped_bytes += ev.drop.bytes;
 		p->tot.drop_records++;
+		if (ev.damage.kind == REEL_DAMAGE_BLOCK) {
+			p->tot.recover_blocks++;
+			p->tot.recover_records += ev.drop.records;
+			p->tot.recover_unsized += !ev.drop.records;
+		} else if (ev.damage.kind == REEL_DAMAGE_REFS) {
+			p->tot.recover_refs += ev.drop.records;
+		}
 		reel_loss_note(p, &ev, true);
 		if (p->o.json) {
 			struct reel_sb sb;
 
-			FORMAT_LINE(p, sb,
-				    reel_sb_printf(&sb,
-						   "{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,"
-						   "\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
-						   ",\"reason\":\"%s\"}",
-						   ev.file_idx,
-						   ev.cpu == REEL_CPU_NONE ? -1 : (int)ev.cpu,
-						   ev.drop.records, ev.drop.bytes,
-						   reel_drop_reason(ev.drop.reason)));
+			FORMAT_LINE(p, sb, {
+				reel_sb_printf(
+					&sb,
+					"{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,\"records\":"
+					"%" PRIu64 ",\"bytes\":%" PRIu64 ",\"reason\":\"%s\"",
+					ev.file_idx, ev.cpu == REEL_CPU_NONE ? -1 : (int)ev.cpu,
+					ev.drop.records, ev.drop.bytes,
+					reel_drop_reason(ev.drop.reason));
+				/* reeltool recover's: which block (-1: not known as one) */
+				if (ev.damage.kind)
+					reel_sb_printf(&sb, ",\"damaged_block\":%" PRId64,
+						       ev.damage.block == UINT32_MAX
+							       ? (int64_t)-1
+							       : (int64_t)ev.damage.block);
+				reel_sb_putc(&sb, '}');
+			});
 			reel_json_line_sb(p, &sb);
 		}
 		break;

@@ -61,6 +61,7 @@ struct loss_note {
 	uint64_t ts, count;
 	uint32_t cpu, reason;
 	bool drop;
+	struct reel_drop_damage damage; /* reason REEL_DROP_DAMAGED: which block */
 };
 
 /* Open TCP flows by 4-tuple, to find the two traced ends of one connection. */

@@ -26,6 +26,7 @@ enum reasm_why {
 	REASM_HOLE_FILE,     /* sendfile: the capture could not read the file back */
 	REASM_HOLE_URING,    /* moved outside the data syscalls (io_uring): length only */
 	REASM_HOLE_TWIN,     /* TWIN: the traced peer's chunk with these bytes was lost */
+	REASM_HOLE_DAMAGED,  /* a gap a DROP of reason DAMAGED explains (reeltool recover) */
 	REASM_HOLE_MAX,
 };
 

@@ -219,11 +219,12 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 			[REASM_HOLE_FAULT] = "unreadable",
 			[REASM_HOLE_CLOSE] = "at close",
 			[REASM_HOLE_TWIN] = "lost at the traced peer (TWIN)",
+			[REASM_HOLE_DAMAGED] = "in damaged blocks dropped by recover",
 		};
 		static const int order[] = {
-			REASM_HOLE_GAP,	    REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC,
-			REASM_HOLE_LENONLY, REASM_HOLE_FILE,	 REASM_HOLE_URING,
-			REASM_HOLE_FAULT,   REASM_HOLE_CLOSE,	 REASM_HOLE_TWIN};
+			REASM_HOLE_GAP,	 REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC, REASM_HOLE_LENONLY,
+			REASM_HOLE_FILE, REASM_HOLE_URING,    REASM_HOLE_FAULT, REASM_HOLE_CLOSE,
+			REASM_HOLE_TWIN, REASM_HOLE_DAMAGED};
 		const char *sep = "missing bytes by cause: ";
 
 		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -247,6 +248,14 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 		", filtered events %" PRIu64 "\n",
 		t->lost_samples, t->lost_records, t->dropped_records, t->dropped_bytes,
 		t->drop_records, t->damaged_blocks, t->filtered);
+	if (t->recover_blocks || t->recover_refs)
+		fprintf(f,
+			"dropped by reeltool recover: %" PRIu64 " damaged block%s (%" PRIu64
+			" records%s), %" PRIu64 " REF records whose bytes were in them\n",
+			t->recover_blocks, t->recover_blocks == 1 ? "" : "s", t->recover_records,
+			t->recover_unsized ? ", and those of blocks the input's index did not name"
+					   : "",
+			t->recover_refs);
 	if (t->reorder_forced)
 		fprintf(f, "reorder window overflowed %" PRIu64 " times\n", t->reorder_forced);
 	if (!s->list)

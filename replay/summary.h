@@ -27,6 +27,10 @@ struct reel_summary_totals {
 	uint64_t twin_bytes; /* TWIN chunks' bytes taken from the peer's (twin.c) */
 	uint64_t lost_samples, lost_records, dropped_records, dropped_bytes, drop_records;
 	uint64_t damaged_blocks, filtered, reorder_forced;
+	/* DROP records of reason DAMAGED (reeltool recover): blocks left out,
+	 * the records their input's index counted, REF records left out */
+	uint64_t recover_blocks, recover_records, recover_refs;
+	uint64_t recover_unsized; /* of those blocks, ones the input's index did not name */
 	uint64_t first_real_ns, last_real_ns;
 };
 

@@ -90,6 +90,19 @@ if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interprete
 		RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 endif()
 
+# Overload cuts in plain sight (issue 22): the overload capture with
+# --stats 1 -q: "N bytes cut" on the stats lines and on the final line (there
+# with -q), equal to the file's OVERLOAD bytes (reeltool info, reelplay).
+if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_overload_stats
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/overload_stats.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--reeltool $<TARGET_FILE:reeltool>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_overload_stats)
+	set_tests_properties(capture_overload_stats PROPERTIES LABELS "capture;root" TIMEOUT 300
+		RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+endif()
+
 # tcp_seq of a read that also takes the peer's FIN (issue 10).
 if(TARGET reelcap AND TARGET reeltool AND Python3_Interpreter_FOUND)
 	add_test(NAME capture_fin_seq

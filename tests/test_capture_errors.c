@@ -16,6 +16,10 @@
  *   index, exit 0);
  * - exit 1 after "cannot rotate" (a symlink planted at FILE.1) and for
  *   --libssl /nonexistent;
+ * - the output's directory removed (rm -rf) 1.5 s into a capture, with and
+ *   without -C: reelcap says so at once, stops, exits 1 and says what went
+ *   with the file (its records) and what is kept (0 files), the final line
+ *   counting 0 files;
  * - clear messages for a directory as output; a FIFO and /dev/null take the
  *   capture (like tcpdump -w), a regular file's -C with them is refused.
  */
@@ -133,9 +137,10 @@ static void setup(struct paths *p, const char *name, const char *tmpfs_size, con
 	snprintf(p->vlog, sizeof(p->vlog), "%s/verify.txt", p->dir);
 }
 
-/* The final line: "final: 1.2s: N events (..), L LOST, D DROP, F files X (B bytes)". */
+/* The final line: "final: 1.2s: N events (..), L LOST, D DROP, C bytes cut, F files X (B
+ * bytes)". */
 struct final_line {
-	unsigned long long lost, drop, bytes;
+	unsigned long long lost, drop, cut, bytes;
 	int files;
 };
 
@@ -146,7 +151,8 @@ static void parse_final(const char *log, struct final_line *f)
 
 	memset(f, 0, sizeof(*f));
 	if (!p || !(p = strstr(p, "), ")) ||
-	    sscanf(p, "), %llu LOST, %llu DROP, %d file", &f->lost, &f->drop, &f->files) != 3 ||
+	    sscanf(p, "), %llu LOST, %llu DROP, %llu bytes cut, %d file", &f->lost, &f->drop,
+		   &f->cut, &f->files) != 4 ||
 	    !(p = strstr(p, " DROP, ")) || !(p = strchr(p, '(')) ||
 	    sscanf(p, "(%llu %7s", &f->bytes, unit) != 2) {
 		print_log(log);
@@ -559,6 +565,140 @@ static void test_cannot_rotate(void **state)
 	assert_int_equal(fs.drop, 0);
 }
 
+/* A process in scope writing 16 KiB of fresh pseudo-random bytes (nothing
+ * to compress or store once) to a unix stream every 10 ms, for at most 20 s:
+ * -C 200k rotates every few tenths of a second. */
+static pid_t random_child(void)
+{
+	int sv[2];
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static uint64_t b[2048];
+		uint64_t x = 0x9e3779b97f4a7c15ull;
+
+		for (int i = 0; i < 2000; i++) {
+			struct timespec ts = {0, 10000000};
+			size_t got = 0;
+
+			for (size_t k = 0; k < 2048; k++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				b[k] = x;
+			}
+			if (write(sv[0], b, sizeof(b)) != (ssize_t)sizeof(b))
+				_exit(1);
+			while (got < sizeof(b)) {
+				ssize_t n = read(sv[1], (char *)b + got, sizeof(b) - got);
+
+				if (n <= 0)
+					_exit(1);
+				got += (size_t)n;
+			}
+			nanosleep(&ts, NULL);
+		}
+		_exit(0);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	return pid;
+}
+
+/* reelcap -w DIR/d/x.reel -p CHILD -G 3 [-C 200k], DIR/d removed (rm -rf)
+ * 1.5 s after the capture started: exit 1, the removal said when found
+ * (not as a failed write), and at exit the records that went with the file
+ * and what is kept: nothing, as the final line says (0 files). */
+static void one_removed_dir(const char *dir, const char *file_size)
+{
+	char sub[700], file[800], log[800], pidarg[16], *s, *m;
+	const char *argv[] = {REELCAP_BIN, "-w", file, "-p",	  pidarg,
+			      "-G",	   "3",	 "-C", file_size, NULL};
+	const char *rm[] = {"/bin/rm", "-rf", sub, NULL};
+	unsigned long long records = 0, bytes = 0;
+	struct final_line fl;
+	pid_t child, cap;
+	int st;
+
+	if (!file_size)
+		argv[7] = NULL;
+	snprintf(sub, sizeof(sub), "%s/d%s", dir, file_size ? file_size : "");
+	snprintf(file, sizeof(file), "%s/x.reel", sub);
+	snprintf(log, sizeof(log), "%s/removed%s.txt", dir, file_size ? file_size : "");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	child = random_child();
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)child);
+	cap = cit_spawn(argv, log);
+	assert_true(cap > 0);
+	if (!wait_for_log(log, "capturing to", 60)) {
+		kill(cap, SIGKILL);
+		waitpid(cap, &st, 0);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		skip_if_refused(1, log);
+		print_log(log);
+		fail_msg("reelcap did not start");
+	}
+	usleep(1500000);
+	/* (a rotation creating its file meanwhile makes rm -rf's rmdir fail:
+	 * again, until the directory is gone) */
+	for (int i = 0; i < 50; i++) {
+		struct stat sb;
+
+		cit_run(rm, NULL);
+		if (stat(sub, &sb))
+			break;
+	}
+	st = wait_exit(cap, 30);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	print_log(log);
+	assert_int_equal(exit_code(st), 1);
+	/* (rm -rf takes the files first: the directory may still be there) */
+	expect_log(log, "was removed during the capture");
+	expect_log(log, "stopping the capture (the ");
+	/* not blamed on a write: nothing failed to write */
+	assert_false(log_has(log, "writing "));
+	parse_final(log, &fl);
+	assert_int_equal(fl.files, 0);
+	assert_int_equal(fl.bytes, 0);
+	s = cit_slurp(log, NULL);
+	assert_non_null(s);
+	m = strstr(s, "exit status 1: ");
+	if (!m || sscanf(m,
+			 "exit status 1: %*s was removed during the capture, and with it the "
+			 "%llu records (%llu bytes) written to it;",
+			 &records, &bytes) != 2) {
+		free(s);
+		fail_msg("no exit status line saying what went with the file");
+	}
+	assert_non_null(strstr(m, "kept on disk: 0 files, 0 bytes\n"));
+	free(s);
+	printf("-w %s%s%s, its directory removed: exit 1; %llu records (%llu bytes) went with it\n",
+	       file, file_size ? " -C " : "", file_size ? file_size : "", records, bytes);
+	/* the file's CLOCK record at least (with -C, a rotation may have
+	 * begun it just before); without -C, 1.5 s of 1.6 MB/s: hundreds of
+	 * records, the 16 KiB writes stored whole */
+	assert_true(records >= 1);
+	if (!file_size) {
+		assert_true(records > 20);
+		assert_true(bytes > 20 * 16384ull);
+	}
+}
+
+static void test_removed_dir(void **state)
+{
+	struct paths p;
+
+	(void)state;
+	setup(&p, "errors_removed", NULL, NULL);
+	one_removed_dir(p.dir, NULL);
+	one_removed_dir(p.dir, "200k");
+}
+
 static void test_libssl_missing(void **state)
 {
 	struct paths p;
@@ -631,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_signals),
 		cmocka_unit_test(test_sigpipe_print),
 		cmocka_unit_test(test_cannot_rotate),
+		cmocka_unit_test(test_removed_dir),
 		cmocka_unit_test(test_libssl_missing),
 		cmocka_unit_test(test_output_paths),
 	};

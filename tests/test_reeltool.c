@@ -119,6 +119,34 @@ static void assert_xset_eq(const struct xset *got, const struct xset *want)
 		assert_same(&got->v[i], &want->v[i], i);
 }
 
+/* Takes the DROP records of reason DAMAGED (what recover left out, FORMAT.md
+ * 4) out of got: how many, and the block the first names. */
+static int take_damage_drops(struct xset *got, uint32_t *block)
+{
+	size_t k = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < got->n; i++) {
+		struct xrec *x = &got->v[i];
+		struct reel_drop d;
+		struct reel_drop_damage dd;
+
+		if (x->type == REEL_REC_DROP && x->len == sizeof(d) + sizeof(dd)) {
+			memcpy(&d, x->data, sizeof(d));
+			memcpy(&dd, x->data + sizeof(d), sizeof(dd));
+			if (d.reason == REEL_DROP_DAMAGED) {
+				if (!n++)
+					*block = dd.block;
+				free(x->data);
+				continue;
+			}
+		}
+		got->v[k++] = *x;
+	}
+	got->n = k;
+	return n;
+}
+
 /* ---- test files ---- */
 
 struct gen_totals {
@@ -624,6 +652,13 @@ static void test_recover(void **state)
 	expect_status(&r, 0);
 	run_free(&r);
 	assert_int_equal(read_all(tpath("rec.reel"), &got), 0);
+	{
+		uint32_t block = 0;
+
+		/* the truncated block k, said in the file */
+		assert_int_equal(take_damage_drops(&got, &block), 1);
+		assert_int_equal(block, (uint32_t)k);
+	}
 	assert_xset_eq(&got, &want);
 	zstd_test(tpath("rec.reel"));
 	expect_coding(tpath("rec.reel"));
@@ -710,6 +745,12 @@ static void test_bitflip(void **state)
 	expect_has(r.out, "lost 1 damaged blocks");
 	run_free(&r);
 	assert_int_equal(read_all(tpath("flip-rec.reel"), &got), 0);
+	{
+		uint32_t block = 0;
+
+		assert_int_equal(take_damage_drops(&got, &block), 1);
+		assert_int_equal(block, 10);
+	}
 	assert_xset_eq(&got, &want);
 	run_tool(&r, "verify", tpath("flip-rec.reel"), NULL);
 	expect_status(&r, 0);

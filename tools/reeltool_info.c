@@ -40,7 +40,7 @@ struct cpu_count {
  * gets the rest counted together as "other" (and no quadratic insert). */
 #define MAX_CPUS 4096
 
-#define NREASONS 6 /* [0] = unknown reason, then enum reel_drop_reason */
+#define NREASONS 7 /* [0] = unknown reason, then enum reel_drop_reason */
 
 struct info_acc {
 	uint64_t records;
@@ -66,7 +66,7 @@ struct info_acc {
 };
 
 static const char *const reason_names[NREASONS] = {
-	"unknown", "writer_behind", "write_error", "filtered", "too_big", "other",
+	"unknown", "writer_behind", "write_error", "filtered", "too_big", "other", "damaged",
 };
 
 static int count_cpu(struct info_acc *a, uint32_t cpu)

@@ -19,7 +19,10 @@ static const char recover_usage[] =
 	"of every good block, in file order, to a new clean file OUT with IN's header (host,\n"
 	"kernel, boot id, clock pair, command line, ABI version, snaplen, file seq). Prints\n"
 	"each damaged block (number, offset, reason) and how many blocks and records were\n"
-	"recovered and lost.\n"
+	"recovered and lost. What it leaves out is in OUT as DROP records of reason DAMAGED\n"
+	"(FORMAT.md 4): one per damaged block (its records, bytes and time span when IN's\n"
+	"index says them), and one per block whose REF records pointed into a damaged block\n"
+	"(how many, the bytes they stood for), so that a replay of OUT names the cause.\n"
 	"\n"
 	"  -f, --force  overwrite OUT if it exists (never through a symlink)\n"
 	"  -h, --help   this help\n"
@@ -91,13 +94,104 @@ uint32_t tool_block_bytes(struct reel_reader *r)
 			max = b[i].raw_size;
 	reel_reader__rewind(r);
 	/* + the LEVEL record the writer starts each block with (FORMAT.md 4.3),
-	 * which an input block of an older writer does not hold */
-	return max < (1u << 20) ? (1u << 20) + 64 : max + 64;
+	 * which an input block of an older writer does not hold, and a DROP
+	 * record for what a damaged block before it took */
+	return max < (1u << 20) ? (1u << 20) + 256 : max + 256;
+}
+
+/* What the damaged blocks of an input took: the input's index (when it has
+ * one that names them) and the damaged blocks met so far. */
+struct damage_log {
+	const char *in;
+	struct reel_reader *idx; /* the input opened again for its index; NULL: not yet */
+	const struct reel_block_info *b;
+	int nb; /* < 0: no index */
+	uint32_t blocks[64];
+	uint64_t offs[64];
+	int n;
+	uint64_t last_ts; /* the latest time of the records copied so far */
+};
+
+static const struct reel_block_info *damaged_info(struct damage_log *dl, uint64_t off)
+{
+	if (!dl->idx && dl->nb == 0) {
+		dl->idx = tool_open(dl->in, false);
+		dl->nb = dl->idx ? reel_reader__blocks(dl->idx, &dl->b) : -1;
+	}
+	for (int i = 0; i < dl->nb; i++)
+		if (dl->b[i].offset == off)
+			return &dl->b[i];
+	return NULL;
+}
+
+/* A DROP record of reason DAMAGED (FORMAT.md 4) at ts = first_ts. */
+static int put_damage(struct tool_out *o, const struct reel_drop *d,
+		      const struct reel_drop_damage *dd)
+{
+	uint8_t buf[sizeof(*d) + sizeof(*dd)];
+
+	memcpy(buf, d, sizeof(*d));
+	memcpy(buf + sizeof(*d), dd, sizeof(*dd));
+	return reel_writer__append(o->w, REEL_REC_DROP, 0, REEL_CPU_NONE, d->first_ts, buf,
+				   sizeof(buf));
+}
+
+/* reel_reader__next returned err: a damaged block, or REF records of a good
+ * block left out because their bytes were in one. Writes the DROP record
+ * saying so. */
+static int note_damage(struct damage_log *dl, struct reel_reader *r, struct tool_out *o, int err)
+{
+	struct reel_drop d = {.reason = REEL_DROP_DAMAGED, .err = err};
+	struct reel_drop_damage dd = {0};
+	const struct reel_block_info *bi;
+	struct reel_refs_left_out lo;
+	unsigned long long off = 0;
+	unsigned block = 0;
+	const char *msg = reel_reader__errmsg(r);
+
+	if (!msg)
+		return 0;
+	if (sscanf(msg, "block %u at offset %llu", &block, &off) != 2) {
+		/* a frame not even known as a block; an index or a seek table
+		 * damaged takes no record with it */
+		if (sscanf(msg, "offset %llu", &off) != 1)
+			return 0;
+		block = UINT32_MAX;
+	}
+	reel_reader__refs_left_out(r, &lo);
+	if (lo.records && lo.block == block) {
+		d.records = lo.records;
+		d.bytes = lo.bytes;
+		d.first_ts = lo.first_ts;
+		d.last_ts = lo.last_ts;
+		dd = (struct reel_drop_damage){
+			.block = lo.target, .kind = REEL_DAMAGE_REFS, .in_block = block};
+		for (int i = 0; i < dl->n; i++)
+			if (dl->blocks[i] == lo.target)
+				dd.offset = dl->offs[i];
+		return put_damage(o, &d, &dd);
+	}
+	if (dl->n < (int)(sizeof(dl->blocks) / sizeof(dl->blocks[0]))) {
+		dl->blocks[dl->n] = block;
+		dl->offs[dl->n++] = off;
+	}
+	dd = (struct reel_drop_damage){.block = block, .kind = REEL_DAMAGE_BLOCK, .offset = off};
+	bi = damaged_info(dl, off);
+	if (bi && bi->ts_min <= bi->ts_max) {
+		d.records = bi->records;
+		d.bytes = bi->raw_size;
+		d.first_ts = bi->ts_min;
+		d.last_ts = bi->ts_max;
+	} else {
+		d.first_ts = dl->last_ts; /* where it was met */
+	}
+	return put_damage(o, &d, &dd);
 }
 
 int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, uint64_t *records,
 		     uint64_t *lost)
 {
+	struct damage_log dl = {.in = in};
 	struct reel_record rec;
 	int64_t cur_block = -1;
 	int ret;
@@ -107,8 +201,13 @@ int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, 
 		if (ret < 0) {
 			printf("%s: lost: %s\n", in, tool_read_errmsg(r, ret));
 			(*lost)++;
+			ret = note_damage(&dl, r, o, ret);
+			if (ret < 0)
+				break;
 			continue;
 		}
+		if (rec.ts_ns > dl.last_ts)
+			dl.last_ts = rec.ts_ns;
 		if ((int64_t)rec.block != cur_block) {
 			if (cur_block >= 0 && (ret = reel_writer__flush(o->w)) < 0)
 				break;
@@ -121,6 +220,7 @@ int tool_copy_blocks(struct reel_reader *r, struct tool_out *o, const char *in, 
 	}
 	if (ret < 0)
 		tool_err("%s: write failed: %s", o->path, reel_strerror(ret));
+	reel_reader__close(dl.idx);
 	return ret < 0 ? ret : 0;
 }
 
@@ -159,8 +259,12 @@ static int recover(const char *in, const char *out, bool force)
 	if (ret != EXIT_OK)
 		return ret;
 	printf("%s: recovered %" PRIu64 " blocks, %" PRIu64 " records into %s; lost %" PRIu64
-	       " damaged blocks, %" PRIu64 " trailing bytes\n",
-	       in, res.st.blocks_ok, res.records, out, res.st.blocks_bad, res.st.trailing_bytes);
+	       " damaged blocks, %" PRIu64 " trailing bytes, %" PRIu64
+	       " REF records left out (their bytes were in damaged blocks)\n",
+	       in, res.st.blocks_ok, res.records, out, res.st.blocks_bad, res.st.trailing_bytes,
+	       res.st.refs_bad);
+	if (res.st.blocks_bad || res.st.refs_bad)
+		printf("%s: what was lost is in %s as DROP records of reason DAMAGED\n", in, out);
 	return EXIT_OK;
 }
 

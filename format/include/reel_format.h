@@ -159,6 +159,10 @@ enum reel_drop_reason {
 	REEL_DROP_FILTERED = 3,	     /* user-space filter removed them (counted, not an error) */
 	REEL_DROP_TOO_BIG = 4,	     /* a record exceeded REEL_REC_MAX_PAYLOAD */
 	REEL_DROP_OTHER = 5,
+	/* left out by reeltool recover: a damaged block of the input, or the
+	 * REF records of later blocks whose bytes it held (struct
+	 * reel_drop_damage follows the struct reel_drop) */
+	REEL_DROP_DAMAGED = 6,
 };
 
 /* DROP payload. cpu in the record header says which ring, or REEL_CPU_NONE. */
@@ -168,7 +172,22 @@ struct reel_drop {
 	uint64_t first_ts; /* timestamp of the first dropped record (0 if unknown) */
 	uint64_t last_ts;  /* timestamp of the last dropped record (0 if unknown) */
 	uint32_t reason;   /* enum reel_drop_reason */
-	int32_t err;	   /* negative errno when reason is WRITE_ERROR, else 0 */
+	int32_t err;	   /* negative errno when reason is WRITE_ERROR or DAMAGED, else 0 */
+};
+
+/* What a DROP record of reason DAMAGED adds after its struct reel_drop
+ * (FORMAT.md 4): which block of the recovered file was damaged. */
+enum reel_drop_damage_kind {
+	REEL_DAMAGE_BLOCK = 1, /* the block itself (records/bytes 0 when the input's index
+				* did not say, first_ts then the time the damage was met at) */
+	REEL_DAMAGE_REFS = 2,  /* REF records of another block, its bytes they stood for */
+};
+struct reel_drop_damage {
+	uint32_t block;	   /* the damaged block's number in the input (data frame ordinal) */
+	uint32_t kind;	   /* enum reel_drop_damage_kind */
+	uint64_t offset;   /* its offset in the input */
+	uint32_t in_block; /* REFS: the input block that held the REF records */
+	uint32_t reserved;
 };
 
 /* PROC payload: fixed part then exe, cmdline, cgroup strings back to back,
@@ -615,6 +634,13 @@ int reel_writer__rotate(struct reel_writer *w, const char *path);
 
 void reel_writer__stats(const struct reel_writer *w, struct reel_writer_stats *st);
 
+/* Whether the file being written was removed (unlinked, its directory
+ * perhaps with it) since it was opened: 1 when it is a regular file without
+ * a name left (fstat's st_nlink 0), whatever is written to it then being
+ * lost at close; 0 otherwise (a FIFO or a device counts as present);
+ * -errno when fstat fails. Call it from the appending thread. */
+int reel_writer__file_removed(const struct reel_writer *w);
+
 /* The header of the file being written, as a reader parses it from the file
  * (clock pair, host facts, ABI version, coding). Owned by the writer, valid
  * until the next rotate or close. */
@@ -696,6 +722,22 @@ const char *reel_reader__errmsg(const struct reel_reader *r);
 /* Block index: loads the footer or scans the whole file. *out points into the
  * reader and stays valid until close. Returns the number of blocks or <0. */
 int reel_reader__blocks(struct reel_reader *r, const struct reel_block_info **out);
+
+/* The REF records (FORMAT.md 4.4) of the block last loaded that could not be
+ * resolved and were left out, as reel_reader__next reported them (one
+ * -REEL_ERR_CORRUPT for the block, before its other records): how many,
+ * the bytes of the records they stood for, their time span, the cpu of the
+ * first, and the block the first pointed to (UINT32_MAX if it was
+ * malformed). records is 0 when none was left out. */
+struct reel_refs_left_out {
+	uint32_t block;	 /* the block that held them */
+	uint32_t target; /* the block the first one pointed to */
+	uint32_t records;
+	uint32_t cpu;
+	uint64_t bytes; /* payload bytes of the records they stood for */
+	uint64_t first_ts, last_ts;
+};
+void reel_reader__refs_left_out(const struct reel_reader *r, struct reel_refs_left_out *out);
 
 /* Records per CPU of block `i` of reel_reader__blocks() (cpu REEL_CPU_NONE for
  * user-space records, 0xfffffffe for "cpu >= 4096"). *out points into the

@@ -67,7 +67,12 @@ struct reel_event {
 		struct reel_ev_proc_exit exit;
 		struct reel_ev_proc_fork fork;
 		struct reel_lost lost;
-		struct reel_drop drop;
+		struct {
+			struct reel_drop drop;
+			/* reason REEL_DROP_DAMAGED (reeltool recover): which
+			 * block; kind 0 when the record does not say */
+			struct reel_drop_damage damage;
+		};
 		struct {
 			struct reel_proc fixed;
 			const char *exe, *cmdline, *cgroup; /* not NUL-terminated: use lengths */
