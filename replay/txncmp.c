@@ -400,7 +400,7 @@ static void cmp_redis(const struct reel_content_view *ca, const struct reel_cont
 		if ((x->a & 0xff) != (y->a & 0xff) || x->b != y->b || x->len != y->len ||
 		    is_cut(x) != is_cut(y) || value_size(x) != value_size(y) ||
 		    memcmp(reel_citem_value(x), reel_citem_value(y), x->len)) {
-			char vx[100], vy[100], sx[48] = "", sy[48] = "";
+			char vx[80], vy[80], sx[32] = "", sy[32] = "";
 
 			/* a value cut by the cap: its full size after a shorter text */
 			if (is_cut(x))
