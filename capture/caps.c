@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Dropping capabilities after setup, with raw syscalls (libcap is not a
- * dependency). Capabilities are per thread: call this before starting any
- * thread that should not keep them (the writer's compression thread).
+ * dependency). Capabilities are per thread (capset and PR_CAPBSET_DROP act on
+ * the calling thread; a new thread inherits its creator's): the main thread
+ * (the drain) drops to what it needs, the TLS discovery thread to what
+ * attaching uprobes needs (cap_tls_thread_caps), and the writer's compression
+ * thread is started from a thread without any (cap_run_unprivileged).
  * And the drain thread's priority (per thread too, inherited by threads it
  * starts).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -34,6 +38,59 @@ int cap_restrict_caps(uint64_t keep)
 	d[1].effective = d[1].permitted = (uint32_t)(keep >> 32);
 	if (syscall(SYS_capset, &h, d))
 		return -errno;
+	return 0;
+}
+
+/*
+ * What the TLS discovery thread (capture/tlsd.c) keeps after attach, each
+ * needed to hook a program exec'd during the capture, whoever runs it
+ * (measured on Linux 6.18 with a static Go client run as root and as nobody
+ * from a 0700 file):
+ * - CAP_SYS_ADMIN: perf_event_open of a uprobe fails with EACCES with
+ *   CAP_PERFMON and CAP_BPF but without it; it covers bpf() (link create,
+ *   map updates) too, so neither of those is kept;
+ * - CAP_SYS_PTRACE: /proc/PID/exe and /proc/PID/root of another user's
+ *   process (EACCES without);
+ * - CAP_DAC_READ_SEARCH: read the executables and libraries it names
+ *   whatever their modes.
+ */
+#define CAP_TLS_KEEP                                                                               \
+	((1ull << CAP_SYS_ADMIN) | (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH))
+
+int cap_tls_thread_caps(bool attach)
+{
+	/* without attaching (--no-tls), examining for the report: no CAP_SYS_ADMIN */
+	return cap_restrict_caps(attach ? CAP_TLS_KEEP : CAP_TLS_KEEP & ~(1ull << CAP_SYS_ADMIN));
+}
+
+struct unpriv_call {
+	void *(*fn)(void *);
+	void *arg, *ret;
+	int err;
+};
+
+static void *unpriv_main(void *arg)
+{
+	struct unpriv_call *u = arg;
+
+	u->err = cap_restrict_caps(0);
+	if (!u->err)
+		u->ret = u->fn(u->arg);
+	return NULL;
+}
+
+int cap_run_unprivileged(void *(*fn)(void *), void *arg, void **ret)
+{
+	struct unpriv_call u = {.fn = fn, .arg = arg};
+	pthread_t th;
+	int err = pthread_create(&th, NULL, unpriv_main, &u);
+
+	if (err)
+		return -err;
+	pthread_join(th, NULL);
+	if (u.err)
+		return u.err;
+	*ret = u.ret;
 	return 0;
 }
 

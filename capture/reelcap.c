@@ -346,6 +346,39 @@ static int setup_bpf(struct cap_run *r)
 	return 0;
 }
 
+struct out_open_args {
+	const struct cap_opts *o;
+	int fd;
+	const struct reel_clock *clk;
+};
+
+static void *out_open_main(void *arg)
+{
+	const struct out_open_args *a = arg;
+
+	return cap_out_open(a->o, a->fd, a->clk);
+}
+
+/* cap_out_open from a thread without capabilities: the writer's compression
+ * thread (and --print's workers) it starts inherit none; in this thread if
+ * that cannot be. */
+static struct cap_out *open_output_unprivileged(const struct cap_opts *o, int fd,
+						const struct reel_clock *clk)
+{
+	struct out_open_args a = {o, fd, clk};
+	void *out = NULL;
+	int err = cap_run_unprivileged(out_open_main, &a, &out);
+
+	if (!err)
+		return out;
+	if (!o->quiet)
+		fprintf(stderr,
+			"reelcap: warning: the writer's thread keeps reelcap's capabilities: %s "
+			"(%d)\n",
+			strerror(-err), -err);
+	return cap_out_open(o, fd, clk);
+}
+
 /* Drops capabilities, starts the writer, writes CLOCK and PROC records and
  * releases the command. */
 static int setup_output(struct cap_run *r)
@@ -391,7 +424,7 @@ static int setup_output(struct cap_run *r)
 
 	clk.mono_ns = reel_now_mono_ns();
 	clk.real_ns = reel_now_real_ns();
-	r->out = cap_out_open(o, r->out_fd, &clk);
+	r->out = open_output_unprivileged(o, r->out_fd, &clk);
 	r->out_fd = -1; /* owned by out (or closed) */
 	if (!r->out) {
 		if (r->out_created)

@@ -327,6 +327,15 @@ void cap_tls_free(struct cap_tls *t);
 /* Keeps only the capabilities in `keep` (bit n = capability n) in the
  * effective, permitted and bounding sets of the calling thread. */
 int cap_restrict_caps(uint64_t keep);
+/* The calling thread (the TLS discovery thread, at its start) down to the
+ * capabilities examining processes and, if `attach`, attaching uprobes need
+ * (caps.c CAP_TLS_KEEP). 0 or -errno. */
+int cap_tls_thread_caps(bool attach);
+/* Calls fn(arg) on a new thread without capabilities (threads fn starts,
+ * such as the writer's compression thread, inherit none) and waits for it;
+ * *ret is what fn returned. 0, or -errno if the thread could not be started
+ * or could not drop them (fn not called). */
+int cap_run_unprivileged(void *(*fn)(void *), void *arg, void **ret);
 /* The calling thread's nice value (lowering it needs CAP_SYS_NICE: before
  * cap_restrict_caps). 0 or -errno. */
 int cap_set_nice(int nice);

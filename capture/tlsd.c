@@ -48,6 +48,7 @@ struct cap_tlsd {
 	struct tlsdisc *disc;
 	pthread_t th;
 	bool running, stop;
+	bool attach; /* it hooks what it finds (else: examines for the report only) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct req *reqs;	       /* pending requests, in arrival order */
@@ -86,6 +87,7 @@ struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *att
 	if (!t)
 		return NULL;
 	o.emit_ctx = t;
+	t->attach = attach && !disabled;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
 	t->recs_tail = &t->recs;
@@ -214,6 +216,8 @@ static void *run(void *arg)
 	struct cap_tlsd *t = arg;
 
 	cap_thread_normal(); /* ELF scans are not the drain's work */
+	/* failing, it keeps more: nothing it does fails */
+	cap_tls_thread_caps(t->attach);
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		uint64_t wait_ns = 0;

@@ -138,10 +138,40 @@ static void tap_txn(void *ctx, const struct reel_txn *t)
 	g->done = true;
 }
 
+/*
+ * What the tap keeps of each live value (body, reply, message): twice the
+ * largest recorded value of the connection and 64 KiB more (room for JSON
+ * written differently), never more than --body-max. A live value cut there
+ * is longer than every recorded one it is compared with (those are whole, or
+ * the exchange is skipped): different whatever its bytes, which are counted
+ * (its size) and not kept. So a 1 GiB answer costs 64 KiB, not 1 GiB.
+ */
+static uint64_t live_keep(const struct lane *l)
+{
+	uint64_t big = 0, keep;
+
+	for (uint32_t i = 0; i < l->c->n; i++) {
+		struct reel_content_view v = reel_rt_content_view(&l->c->tx[i].c);
+		const struct reel_citem *it;
+		uint32_t off = 0;
+
+		while ((it = reel_content_next(&v, &off))) {
+			uint64_t n = it->size > it->len ? it->size : it->len;
+
+			if (it->kind == REEL_CI_BODY && it->b > n)
+				n = it->b; /* inflated */
+			if (n > big)
+				big = n;
+		}
+	}
+	keep = big * 2 + (64 << 10);
+	return l->r->o.body_max && l->r->o.body_max < keep ? l->r->o.body_max : keep;
+}
+
 static void tap_open(struct lane *l)
 {
 	l->par = reel_l7_by_proto(l->c->proto);
-	l->pst = l->par ? reel_l7_new_state(l->par, false, true, l->r->o.body_max) : NULL;
+	l->pst = l->par ? reel_l7_new_state(l->par, false, true, live_keep(l)) : NULL;
 	l->pos[0] = l->pos[1] = 0;
 }
 

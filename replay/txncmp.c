@@ -231,18 +231,49 @@ static bool on_jdiff(void *ctx, enum reel_jdiff_kind kind, const char *path, con
 	return true;
 }
 
-static void cmp_bytes(struct reel_cmp *c, const char *where, const uint8_t *x, size_t nx,
-		      const uint8_t *y, size_t ny)
+/* A value's length: what is kept, or for one cut by the cap its full size
+ * (bytes on the wire for a body whose coding was not inflated to its end). */
+static uint64_t value_size(const struct reel_citem *it)
 {
-	size_t i = 0;
-	char ta[112], tb[112];
+	return it && (it->flags & REEL_CIF_CUT) ? it->size : it ? it->len : 0;
+}
 
-	if (nx == ny && !memcmp(x, y, nx))
+static bool is_cut(const struct reel_citem *it)
+{
+	return it && (it->flags & REEL_CIF_CUT);
+}
+
+static void size_text(char *out, size_t cap, const struct reel_citem *it)
+{
+	if (is_cut(it))
+		snprintf(out, cap, "%llu bytes (first %u kept)", (unsigned long long)value_size(it),
+			 it->len - it->nlen);
+	else
+		snprintf(out, cap, "%llu bytes", (unsigned long long)value_size(it));
+}
+
+/*
+ * Two values byte for byte: the kept bytes, and a value cut by the cap is
+ * equal only to one cut at the same size with the same kept bytes (one cut
+ * and one whole never are: the cut one is longer). The first difference is
+ * looked for in the kept bytes.
+ */
+static void cmp_values(struct reel_cmp *c, const char *where, const struct reel_citem *x,
+		       const struct reel_citem *y)
+{
+	const uint8_t *px = x ? reel_citem_value(x) + x->nlen : (const uint8_t *)"";
+	const uint8_t *py = y ? reel_citem_value(y) + y->nlen : (const uint8_t *)"";
+	size_t nx = x ? x->len - x->nlen : 0, ny = y ? y->len - y->nlen : 0, i = 0;
+	char ta[112], tb[160];
+
+	if (is_cut(x) == is_cut(y) && value_size(x) == value_size(y) && nx == ny &&
+	    !memcmp(px, py, nx))
 		return;
-	while (i < nx && i < ny && x[i] == y[i])
+	while (i < nx && i < ny && px[i] == py[i])
 		i++;
-	snprintf(ta, sizeof(ta), "%zu bytes", nx);
-	snprintf(tb, sizeof(tb), "%zu bytes, first difference at byte %zu", ny, i);
+	size_text(ta, sizeof(ta), x);
+	size_text(tb, sizeof(tb) - 48, y);
+	snprintf(tb + strlen(tb), sizeof(tb) - strlen(tb), ", first difference at byte %zu", i);
 	add_text(c, where, ta, tb);
 }
 
@@ -256,7 +287,9 @@ static void cmp_body(const struct reel_cmp_opts *o, const struct reel_content_vi
 	size_t nx = x ? x->len : 0, ny = y ? y->len : 0;
 	struct reel_jdoc *ja = NULL, *jb = NULL;
 
-	if (nx && ny && looks_json(ca, px, nx) && looks_json(cb, py, ny)) {
+	/* JSON structurally when both are whole */
+	if (nx && ny && !is_cut(x) && !is_cut(y) && looks_json(ca, px, nx) &&
+	    looks_json(cb, py, ny)) {
 		ja = reel_jdoc_parse(px, nx, NULL, 0);
 		jb = ja ? reel_jdoc_parse(py, ny, NULL, 0) : NULL;
 	}
@@ -265,7 +298,7 @@ static void cmp_body(const struct reel_cmp_opts *o, const struct reel_content_vi
 
 		reel_jdoc_diff(ja, jb, o->ignore_json, o->nignore_json, on_jdiff, &j);
 	} else {
-		cmp_bytes(c, "body", px, nx, py, ny);
+		cmp_values(c, "body", x, y);
 	}
 	reel_jdoc_free(ja);
 	reel_jdoc_free(jb);
@@ -296,7 +329,7 @@ static void cmp_grpc(const struct reel_content_view *ca, const struct reel_conte
 			add_text(c, where, x ? "present" : "(absent)", y ? "present" : "(absent)");
 			continue;
 		}
-		cmp_bytes(c, where, reel_citem_value(x), x->len, reel_citem_value(y), y->len);
+		cmp_values(c, where, x, y);
 	}
 }
 
@@ -365,13 +398,21 @@ static void cmp_redis(const struct reel_content_view *ca, const struct reel_cont
 			break;
 		}
 		if ((x->a & 0xff) != (y->a & 0xff) || x->b != y->b || x->len != y->len ||
+		    is_cut(x) != is_cut(y) || value_size(x) != value_size(y) ||
 		    memcmp(reel_citem_value(x), reel_citem_value(y), x->len)) {
-			char vx[100], vy[100];
+			char vx[80], vy[80], sx[32] = "", sy[32] = "";
 
-			text_of(vx, sizeof(vx), reel_citem_value(x), x->len);
-			text_of(vy, sizeof(vy), reel_citem_value(y), y->len);
-			snprintf(ta, sizeof(ta), "%c%s", (char)(x->a & 0xff), vx);
-			snprintf(tb, sizeof(tb), "%c%s", (char)(y->a & 0xff), vy);
+			/* a value cut by the cap: its full size after a shorter text */
+			if (is_cut(x))
+				snprintf(sx, sizeof(sx), " (%llu bytes)",
+					 (unsigned long long)value_size(x));
+			if (is_cut(y))
+				snprintf(sy, sizeof(sy), " (%llu bytes)",
+					 (unsigned long long)value_size(y));
+			text_of(vx, sizeof(vx) - strlen(sx), reel_citem_value(x), x->len);
+			text_of(vy, sizeof(vy) - strlen(sy), reel_citem_value(y), y->len);
+			snprintf(ta, sizeof(ta), "%c%s%s", (char)(x->a & 0xff), vx, sx);
+			snprintf(tb, sizeof(tb), "%c%s%s", (char)(y->a & 0xff), vy, sy);
 			add_text(c, where, ta, tb);
 			if (x->b != y->b)
 				break; /* aggregates of different sizes */

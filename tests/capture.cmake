@@ -105,6 +105,14 @@ endif()
 
 # tcp_seq of a read that also takes the peer's FIN (issue 10).
 if(TARGET reelcap AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	# Capabilities of every reelcap thread after attach (issue 22): the
+	# drain, the TLS discovery thread and the writer keep what they need only.
+	add_test(NAME capture_thread_caps
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/thread_caps.py
+			--reelcap $<TARGET_FILE:reelcap>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_thread_caps)
+	set_tests_properties(capture_thread_caps PROPERTIES LABELS "capture;root" TIMEOUT 120
+		SKIP_RETURN_CODE 77)
 	add_test(NAME capture_fin_seq
 		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/fin_seq.py
 			--reelcap $<TARGET_FILE:reelcap> --reeltool $<TARGET_FILE:reeltool>

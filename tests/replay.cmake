@@ -5,12 +5,16 @@
 # of test_replay_common.c built once and shared.
 add_library(reel_test_replay_common STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_replay_common.c)
 target_link_libraries(reel_test_replay_common PUBLIC reel_cmocka reelreplay_internal)
-foreach(t decode pipeline ends reelplay)
+foreach(t decode pipeline ends reelplay malformed)
 	reel_unit_test(test_replay_${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_replay_${t}.c
 		LIBS reel_test_replay_common)
 endforeach()
+# --replay-to against a python target answering 1 GiB: peak RSS bounded
+reel_unit_test(test_replayto_memory SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_replayto_memory.c
+	LIBS reel_test_replay_common)
 if(TARGET reelplay)
 	add_dependencies(test_replay_reelplay reelplay)
+	add_dependencies(test_replayto_memory reelplay)
 endif()
 reel_fuzz_target(pipeline LIBS reelreplay)
 

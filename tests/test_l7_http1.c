@@ -412,6 +412,138 @@ static void test_content_gzip_cap_hole(void **state)
 					  "\"gzip\",\"decoded\":true,\"decoded_size\":24}"));
 }
 
+/* ---- messages that cannot be framed: error transactions showing what was seen ---- */
+
+#define BIGCL_REQ                                                                                  \
+	"POST /up HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\n"                             \
+	"Content-Length: 99999999999999999999\r\n\r\n"
+#define BAD_400 "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+
+static void test_content_length_out_of_range(void **state)
+{
+	static const struct op ops[] = {
+		REQ(BIGCL_REQ "abc"
+			      "GET /next HTTP/1.1\r\nHost: h\r\n\r\n"),
+		RESP(BAD_400 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+	};
+	static const struct op resp_ops[] = {
+		REQ("GET /big HTTP/1.1\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nhello"),
+		RESP(" world"),
+	};
+	static struct collect out;
+
+	(void)state;
+	/* the request is one transaction, an error saying why, answered by the
+	 * 400; the stream resyncs on the next request */
+	run_ops_content(h1(), ops, NOPS(ops), false, 0, &out);
+	assert_int_equal(out.n, 2);
+	assert_string_equal(out.t[0].method, "POST");
+	assert_string_equal(out.t[0].target, "/up");
+	assert_int_equal(out.t[0].status, 400);
+	assert_int_equal(out.t[0].flags, REEL_TXNF_ERROR);
+	assert_true(reel_txn_is_error(&out.t[0]));
+	assert_string_equal(out.t[0].detail,
+			    "Content-Length 99999999999999999999 out of range (> 2^63-1) host=h "
+			    "ctype=text/plain");
+	assert_int_equal(out.t[0].req_bytes, sizeof(BIGCL_REQ) - 1);
+	assert_int_equal(out.t[0].resp_bytes, sizeof(BAD_400) - 1);
+	/* the headers as sent */
+	assert_string_equal(
+		out.cj[0],
+		",\"http\":{\"version\":\"HTTP/1.1\",\"req\":{\"headers\":[[\"Host\",\"h\"],"
+		"[\"Content-Type\",\"text/plain\"],[\"Content-Length\","
+		"\"99999999999999999999\"]]},\"resp\":{\"reason\":\"Bad Request\","
+		"\"headers\":[[\"Content-Length\",\"0\"]]}}");
+	assert_string_equal(out.t[1].target, "/next");
+	assert_int_equal(out.t[1].status, 200);
+	assert_int_equal(out.t[1].flags, 0);
+	assert_int_equal(out.t[1].req_stream_pos, sizeof(BIGCL_REQ "abc") - 1);
+
+	/* a response: an error too, its body running to the close */
+	run_ops(h1(), resp_ops, NOPS(resp_ops), false, &out);
+	assert_int_equal(out.n, 1);
+	assert_string_equal(out.t[0].target, "/big");
+	assert_int_equal(out.t[0].status, 200);
+	assert_int_equal(out.t[0].flags, REEL_TXNF_ERROR);
+	assert_string_equal(out.t[0].detail,
+			    "Content-Length 99999999999999999999 out of range (> 2^63-1)");
+	assert_int_equal(out.t[0].resp_bytes,
+			 sizeof("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n"
+				"hello world") -
+				 1);
+}
+
+static void test_content_length_bad_or_conflicting(void **state)
+{
+	static const struct op ops[] = {
+		REQ("PUT /a HTTP/1.1\r\nContent-Length: 5\r\nHost: h\r\nContent-Length: 6\r\n\r\n"),
+		RESP(BAD_400),
+		REQ("PUT /b HTTP/1.1\r\nContent-Length: 12a\r\n\r\n"),
+		RESP(BAD_400),
+		REQ("PUT /c HTTP/1.1\r\nContent-Length: 9223372036854775808\r\n\r\n"),
+		RESP(BAD_400),
+		/* the largest length believed: no error, cut by the close */
+		REQ("PUT /d HTTP/1.1\r\nContent-Length: 9223372036854775807\r\n\r\nxy"),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops(h1(), ops, NOPS(ops), false, &out);
+	assert_int_equal(out.n, 4);
+	assert_string_equal(out.t[0].detail, "Content-Length 6 conflicts with 5 host=h");
+	assert_string_equal(out.t[1].detail, "bad Content-Length \"12a\"");
+	assert_string_equal(out.t[2].detail,
+			    "Content-Length 9223372036854775808 out of range (> 2^63-1)");
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(out.t[i].flags, REEL_TXNF_ERROR);
+		assert_int_equal(out.t[i].status, 400);
+	}
+	assert_string_equal(out.t[3].target, "/d");
+	assert_int_equal(out.t[3].flags, REEL_TXNF_PARTIAL | REEL_TXNF_NO_RESP);
+	assert_string_equal(out.t[3].detail, "");
+}
+
+#define HUGE_CHUNK_HEAD "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+
+static void test_chunk_size_out_of_range(void **state)
+{
+	static const struct op ops[] = {
+		REQ("GET /huge HTTP/1.1\r\nHost: h\r\n\r\n"),
+		RESP(HUGE_CHUNK_HEAD "ffffffffffffffff\r\nmore bytes"),
+		REQ("POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "10000000000000000\r\n"),
+		REQ("GET /q HTTP/1.1\r\n\r\n"),
+		RESP(BAD_400 "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		REQ("POST /r HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+		REQ("POST /s HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxy"),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops(h1(), ops, NOPS(ops), false, &out);
+	assert_int_equal(out.n, 5);
+	assert_string_equal(out.t[0].target, "/huge");
+	assert_int_equal(out.t[0].status, 200);
+	assert_int_equal(out.t[0].flags, REEL_TXNF_ERROR);
+	assert_string_equal(out.t[0].detail,
+			    "chunk size ffffffffffffffff out of range (> 2^63-1) host=h");
+	/* the response ends where its framing broke */
+	assert_int_equal(out.t[0].resp_bytes, sizeof(HUGE_CHUNK_HEAD) - 1);
+	assert_string_equal(out.t[1].target, "/p");
+	assert_int_equal(out.t[1].flags, REEL_TXNF_ERROR);
+	assert_int_equal(out.t[1].status, 400);
+	assert_string_equal(out.t[1].detail,
+			    "chunk size 10000000000000000 out of range (> 2^63-1)");
+	assert_string_equal(out.t[2].target, "/q");
+	assert_int_equal(out.t[2].status, 200);
+	assert_int_equal(out.t[2].flags, 0);
+	assert_string_equal(out.t[3].detail, "bad chunk size line \"zz\"");
+	assert_int_equal(out.t[3].flags, REEL_TXNF_ERROR | REEL_TXNF_NO_RESP);
+	assert_string_equal(out.t[4].detail, "no CRLF after chunk data: \"y\"");
+	assert_int_equal(out.t[4].flags, REEL_TXNF_ERROR | REEL_TXNF_NO_RESP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +563,9 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_content_pipelined),
 		cmocka_unit_test(test_content_gzip_cap_hole),
+		cmocka_unit_test(test_content_length_out_of_range),
+		cmocka_unit_test(test_content_length_bad_or_conflicting),
+		cmocka_unit_test(test_chunk_size_out_of_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,6 +191,39 @@ static void test_detect(void **state)
 	assert_null(reel_l7_detect((const uint8_t *)"+OK\r\n", 5, REEL_L7_RESP, 80, 6));
 }
 
+/* Reply lengths and counts that do not fit: an error transaction saying what was seen. */
+static void test_length_out_of_range(void **state)
+{
+	static const struct op big[] = {
+		REQ(GET_CMD),
+		RESP("$99999999999999999999\r\nxyz\r\n"),
+		REQ(GET_CMD),
+		RESP("$5\r\nhello\r\n"),
+	};
+	static const struct op neg[] = {REQ(GET_CMD), RESP("*-5\r\n")};
+	static const struct op nan[] = {REQ(GET_CMD), RESP("$12a\r\n")};
+	struct collect out;
+
+	(void)state;
+	run_ops(redis(), big, NOPS(big), false, &out);
+	assert_int_equal(out.n, 2);
+	assert_string_equal(out.t[0].method, "GET");
+	assert_int_equal(out.t[0].flags, REEL_TXNF_ERROR);
+	assert_string_equal(out.t[0].detail,
+			    "protocol error: length 99999999999999999999 out of range");
+	/* the stream resyncs on the next reply */
+	assert_int_equal(out.t[1].flags, 0);
+	assert_string_equal(out.t[1].detail, "bulk 5");
+	run_ops(redis(), neg, NOPS(neg), false, &out);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.t[0].flags, REEL_TXNF_ERROR);
+	assert_string_equal(out.t[0].detail, "protocol error: count -5 out of range");
+	run_ops(redis(), nan, NOPS(nan), false, &out);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.t[0].flags, REEL_TXNF_ERROR);
+	assert_string_equal(out.t[0].detail, "protocol error: length 12a not a number");
+}
+
 static void test_garbage(void **state)
 {
 	static const struct op ops[] = {
@@ -256,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_holes),
 		cmocka_unit_test(test_hole_swallows_replies),
 		cmocka_unit_test(test_detect),
+		cmocka_unit_test(test_length_out_of_range),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_content),
 	};

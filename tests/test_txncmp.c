@@ -156,12 +156,55 @@ static void test_redis(void **state)
 	assert_string_equal(r.d[0].a, "+\"OK\"");
 }
 
+/* An HTTP/1 body of `n` bytes of `ch` kept up to `cap` (0: all). */
+static void big_body(struct side *s, uint64_t cap, size_t n, char ch)
+{
+	char buf[4096];
+
+	memset(&s->t, 0, sizeof(s->t));
+	s->t.proto = REEL_PROTO_HTTP1;
+	s->t.status = 200;
+	s->t.grpc_status = -1;
+	reel_content_init(&s->c, cap);
+	reel_content_body_begin(&s->c, REEL_L7_RESP, 0, REEL_CC_IDENTITY);
+	memset(buf, ch, sizeof(buf));
+	for (size_t off = 0; off < n; off += sizeof(buf))
+		reel_content_body_data(&s->c, buf, n - off < sizeof(buf) ? n - off : sizeof(buf));
+	reel_content_body_end(&s->c, false);
+}
+
+/* Values cut by the cap compare by their full size, never as their kept bytes. */
+static void test_cut_values(void **state)
+{
+	struct side a, b;
+	static struct reel_cmp r;
+
+	(void)state;
+	/* whole 1000 bytes vs 1 MiB kept to its first 1000: different, by size */
+	big_body(&a, 0, 1000, 'x');
+	big_body(&b, 1000, 1 << 20, 'x');
+	assert_int_equal(cmp(NULL, &a, &b, &r), 1);
+	assert_string_equal(r.d[0].where, "body");
+	assert_string_equal(r.d[0].a, "1000 bytes");
+	assert_string_equal(r.d[0].b,
+			    "1048576 bytes (first 1000 kept), first difference at byte 1000");
+	/* both cut at the same size with the same kept bytes: the cap decides */
+	big_body(&a, 1000, 1 << 20, 'x');
+	big_body(&b, 1000, 1 << 20, 'x');
+	assert_int_equal(cmp(NULL, &a, &b, &r), 0);
+	big_body(&a, 1000, 1 << 20, 'x');
+	big_body(&b, 1000, (1 << 20) + 1, 'x');
+	assert_int_equal(cmp(NULL, &a, &b, &r), 1);
+	assert_string_equal(r.d[0].a, "1048576 bytes (first 1000 kept)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_ignores_and_bytes),
 		cmocka_unit_test(test_redis),
+		cmocka_unit_test(test_cut_values),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

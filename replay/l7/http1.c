@@ -14,6 +14,7 @@
  * what both share in http1_internal.h.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -413,6 +414,48 @@ static void start_body(struct h1_conn *c, int dir, const struct h1_head *h, bool
 	}
 }
 
+/* A head that cannot be framed (h->bad): its transaction an error saying why,
+ * with the value seen (cut at 40 bytes). */
+static void note_bad_head(struct h1_entry *e, const struct h1_head *h)
+{
+	char v[41];
+
+	reel_l7_copy_text(v, sizeof(v), h->bad_v, h->bad_vl);
+	e->t.flags |= REEL_TXNF_ERROR;
+	switch (h->bad) {
+	case H1_BAD_CL:
+		reel_l7_appendf(e->t.detail, sizeof(e->t.detail), "bad Content-Length \"%s\"", v);
+		break;
+	case H1_BAD_CL_RANGE:
+		reel_l7_appendf(e->t.detail, sizeof(e->t.detail),
+				"Content-Length %s out of range (> 2^63-1)", v);
+		break;
+	case H1_BAD_CL_CONFLICT:
+		reel_l7_appendf(e->t.detail, sizeof(e->t.detail),
+				"Content-Length %s conflicts with %llu", v,
+				(unsigned long long)h->cl);
+		break;
+	case H1_BAD_NONE:
+		break;
+	}
+}
+
+/*
+ * The framing of a head: h itself, or for one that cannot be framed (bad
+ * Content-Length) the same without a length: a request ends with its head
+ * (what follows is skipped up to the next message start), a response runs
+ * to the close (RFC 9112 6.3: the connection cannot be reused); chunked still
+ * frames either.
+ */
+static struct h1_head framing(const struct h1_head *h)
+{
+	struct h1_head f = *h;
+
+	if (f.bad != H1_BAD_NONE)
+		f.has_cl = false;
+	return f;
+}
+
 static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struct h1_head *h)
 {
 	struct h1_dir *d = &c->d[REEL_L7_REQ];
@@ -435,6 +478,17 @@ static void req_head(struct h1_conn *c, const uint8_t *p, size_t hl, const struc
 	e->h2c_req = e->upgrade_req && reel_h1_has_token(h->upgrade, h->upgrade_len, "h2c", 3);
 	if (c->content)
 		content_head(c, e, REEL_L7_REQ, p, hl, h);
+	if (h->bad != H1_BAD_NONE) {
+		struct h1_head f = framing(h);
+
+		note_bad_head(e, h);
+		start_body(c, REEL_L7_REQ, &f, false, pos + hl);
+		if (d->state == H1_START) {
+			d->state = H1_RESYNC;
+			d->prev_nl = true;
+		}
+		return;
+	}
 	start_body(c, REEL_L7_REQ, h, false, pos + hl);
 	if (d->state == H1_START && (e->upgrade_req || e->connect_req))
 		d->state = H1_UPGRADE_WAIT;
@@ -473,6 +527,15 @@ static void resp_head(struct h1_conn *c, const uint8_t *p, size_t hl, const stru
 	}
 	if (h->ctype)
 		e->resp_ct_len = copy_field(e->resp_ct, sizeof(e->resp_ct), h->ctype, h->ctype_len);
+	if (h->bad != H1_BAD_NONE) {
+		struct h1_head f = framing(h);
+
+		note_bad_head(e, h);
+		no_body = (!c->resp_orphan && e->head_req) || h->status == 204 ||
+			  h->status == 304 || (h->status >= 100 && h->status < 200);
+		start_body(c, REEL_L7_RESP, &f, no_body, pos + hl);
+		return;
+	}
 	if (h->status == 101) {
 		bool h2c = h->upgrade && reel_h1_has_token(h->upgrade, h->upgrade_len, "h2c", 3);
 		struct h1_dir *rq = &c->d[REEL_L7_REQ];
@@ -559,7 +622,7 @@ static size_t do_start(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
 		return 1;
 	}
 	d->scanned = 0;
-	if (!ok) {
+	if (!ok && h.bad == H1_BAD_NONE) {
 		d->prev_nl = false;
 		to_resync(d);
 		return 1;
@@ -627,12 +690,74 @@ static size_t do_upgrade_wait(struct h1_conn *c, const uint8_t *p, size_t n)
 	return n;
 }
 
+/*
+ * Broken chunk framing: the message ends here, an error saying why and what
+ * was seen (seen[0, sl), cut at 40 bytes, control bytes as '.'), and the
+ * stream resyncs. Returns 1 (the byte consumed).
+ */
+static size_t framing_error(struct h1_conn *c, int dir, const char *why, const uint8_t *seen,
+			    size_t sl)
+{
+	struct h1_dir *d = &c->d[dir];
+
+	if (d->in_msg) {
+		struct h1_entry *e = msg_entry(c, dir);
+		char v[41];
+
+		reel_l7_copy_text(v, sizeof(v), seen, sl);
+		e->t.flags |= REEL_TXNF_ERROR;
+		reel_l7_appendf(e->t.detail, sizeof(e->t.detail), "%s%s%s%s%s",
+				e->t.detail[0] ? "; " : "", why, sl ? " \"" : "", v,
+				sl ? "\"" : "");
+		finish_msg(c, dir, d->side.s.pos);
+	}
+	d->prev_nl = false;
+	to_resync(d);
+	return 1;
+}
+
+/* A chunk size line: hex digits (at most H1_LEN_MAX), then an extension or
+ * the line end. */
+static size_t do_chunk_size(struct h1_conn *c, int dir, const uint8_t *p, size_t n)
+{
+	struct h1_dir *d = &c->d[dir];
+	size_t l = line_len(p, n, H1_MAX_LINE), k = 0;
+	bool over = false;
+	uint64_t v = 0;
+
+	if (!l) {
+		if (n < H1_MAX_LINE)
+			return 0;
+		return framing_error(c, dir, "chunk size line > 8192 bytes", p, 0);
+	}
+	for (; k < l &&
+	       ((p[k] >= '0' && p[k] <= '9') || ((p[k] | 0x20) >= 'a' && (p[k] | 0x20) <= 'f'));
+	     k++) {
+		uint8_t ch = p[k] | 0x20;
+
+		over |= v > H1_LEN_MAX >> 4;
+		v = v << 4 | (uint64_t)(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+		over |= v > H1_LEN_MAX;
+	}
+	if (!k || (p[k] != ';' && p[k] != '\r' && p[k] != '\n' && p[k] != ' ' && p[k] != '\t'))
+		return framing_error(c, dir, "bad chunk size line", p, trim_eol(p, l));
+	if (over) {
+		char why[80];
+
+		snprintf(why, sizeof(why), "chunk size %.*s out of range (> 2^63-1)",
+			 (int)(k < 40 ? k : 40), (const char *)p);
+		return framing_error(c, dir, why, p, 0);
+	}
+	d->remain = v;
+	d->state = v ? H1_CHUNK_DATA : H1_TRAILER;
+	return l;
+}
+
 static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 {
 	struct h1_conn *c = st;
 	struct h1_dir *d = &c->d[dir];
 	size_t l, k;
-	uint64_t v = 0;
 
 	switch (d->state) {
 	case H1_START:
@@ -653,38 +778,18 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		}
 		return k;
 	case H1_CHUNK_SIZE:
-		l = line_len(p, n, H1_MAX_LINE);
-		if (!l) {
-			if (n < H1_MAX_LINE)
-				return 0;
-			goto bad;
-		}
-		k = 0;
-		while (k < l && k < 16 &&
-		       ((p[k] >= '0' && p[k] <= '9') ||
-			((p[k] | 0x20) >= 'a' && (p[k] | 0x20) <= 'f'))) {
-			uint8_t ch = p[k] | 0x20;
-
-			v = v * 16 + (uint64_t)(ch <= '9' ? ch - '0' : ch - 'a' + 10);
-			k++;
-		}
-		if (!k ||
-		    (p[k] != ';' && p[k] != '\r' && p[k] != '\n' && p[k] != ' ' && p[k] != '\t'))
-			goto bad;
-		d->remain = v;
-		d->state = v ? H1_CHUNK_DATA : H1_TRAILER;
-		return l;
+		return do_chunk_size(c, dir, p, n);
 	case H1_CHUNK_CRLF:
 		if (p[0] == '\n') {
 			d->state = H1_CHUNK_SIZE;
 			return 1;
 		}
 		if (p[0] != '\r')
-			goto bad;
+			return framing_error(c, dir, "no CRLF after chunk data:", p, 1);
 		if (n < 2)
 			return 0;
 		if (p[1] != '\n')
-			goto bad;
+			return framing_error(c, dir, "no CRLF after chunk data:", p, 2);
 		d->state = H1_CHUNK_SIZE;
 		return 2;
 	case H1_TRAILER:
@@ -692,7 +797,7 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		if (!l) {
 			if (n < H1_MAX_HDR)
 				return 0;
-			goto bad;
+			return framing_error(c, dir, "trailer line > 65536 bytes", p, 0);
 		}
 		if (trim_eol(p, l) == 0) {
 			d->state = H1_START;
@@ -719,18 +824,6 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 		return n;
 	}
 	return n;
-bad:
-	/* Broken chunk framing: the message ends here, flagged. */
-	if (d->in_msg) {
-		struct h1_entry *e = dir == REEL_L7_REQ ? entry(c, c->req_seq) : cur_resp(c);
-
-		e->t.flags |= REEL_TXNF_ERROR;
-		reel_l7_appendf(e->t.detail, sizeof(e->t.detail), "bad chunk framing");
-		finish_msg(c, dir, d->side.s.pos);
-	}
-	d->prev_nl = false;
-	to_resync(d);
-	return 1;
 }
 
 /* ---- parser interface ---- */

@@ -56,7 +56,16 @@ struct h1_head {
 	uint64_t cl;
 	const uint8_t *upgrade, *host, *ctype;
 	size_t upgrade_len, host_len, ctype_len;
+	/* Why the message cannot be framed (the first reason found), H1_BAD_NONE
+	 * if it can: the Content-Length value seen in bad_v, the earlier one in cl. */
+	enum h1_bad { H1_BAD_NONE, H1_BAD_CL, H1_BAD_CL_RANGE, H1_BAD_CL_CONFLICT } bad;
+	const uint8_t *bad_v;
+	size_t bad_vl;
 };
+
+/* The largest body or chunk length believed: 2^63 - 1, as nginx (off_t) and
+ * Go (int64) read them; beyond it the message cannot be framed. */
+#define H1_LEN_MAX ((uint64_t)INT64_MAX)
 
 /* Line length up to and including '\n', 0 if none within the bound. */
 static inline size_t line_len(const uint8_t *p, size_t n, size_t bound)
@@ -89,7 +98,9 @@ int reel_h1_check_start(const uint8_t *p, size_t n, int dir);
 int reel_h1_check_known_start(const uint8_t *p, size_t n, int dir);
 /* Is tok (lowercase, len l) one of the comma/space separated tokens of v? */
 bool reel_h1_has_token(const uint8_t *v, size_t n, const char *tok, size_t l);
-/* Parses the header fields of a block whose first line is already checked. */
+/* Parses the header fields of a block whose first line is already checked;
+ * false (h->bad says why, the other fields are still read) if the message
+ * cannot be framed. */
 bool reel_h1_parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h);
 /* End of the header block: length up to and including the blank line, 0 if not yet. */
 size_t reel_h1_find_head_end(struct h1_dir *d, const uint8_t *p, size_t n);

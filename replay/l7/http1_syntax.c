@@ -318,6 +318,35 @@ static inline bool maybe_field(uint8_t c)
 	return field_first[c];
 }
 
+/* A Content-Length value: digits only, at most H1_LEN_MAX, the same as any
+ * earlier one; else the message cannot be framed (the first reason kept). */
+static bool parse_cl(const uint8_t *v, size_t vl, struct h1_head *h)
+{
+	enum h1_bad bad = H1_BAD_NONE;
+	uint64_t cl = 0;
+	size_t i = 0;
+
+	while (i < vl && v[i] >= '0' && v[i] <= '9')
+		i++;
+	if (!vl || i < vl)
+		bad = H1_BAD_CL;
+	else if (!reel_l7_parse_u64(v, vl, &cl) || cl > H1_LEN_MAX)
+		bad = H1_BAD_CL_RANGE;
+	else if (h->has_cl && cl != h->cl)
+		bad = H1_BAD_CL_CONFLICT;
+	if (bad == H1_BAD_NONE) {
+		h->has_cl = true;
+		h->cl = cl;
+		return true;
+	}
+	if (h->bad == H1_BAD_NONE) {
+		h->bad = bad;
+		h->bad_v = v;
+		h->bad_vl = vl;
+	}
+	return false;
+}
+
 /* One header line (ll > 0 bytes, line end trimmed, maybe_field(line[0]));
  * false if the message cannot be framed. */
 static bool parse_field(const uint8_t *line, size_t ll, struct h1_head *h)
@@ -340,16 +369,8 @@ static bool parse_field(const uint8_t *line, size_t ll, struct h1_head *h)
 	while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
 		vl--;
 	switch (k) {
-	case F_CL: {
-		uint64_t cl;
-
-		/* Conflicting lengths: the message cannot be framed. */
-		if (!reel_l7_parse_u64(v, vl, &cl) || (h->has_cl && cl != h->cl))
-			return false;
-		h->has_cl = true;
-		h->cl = cl;
-		break;
-	}
+	case F_CL:
+		return parse_cl(v, vl, h);
 	case F_TE:
 		if (reel_h1_has_token(v, vl, "chunked", 7))
 			h->chunked = true;
@@ -412,10 +433,10 @@ bool reel_h1_parse_head(const uint8_t *p, size_t n, int dir, struct h1_head *h)
 		ll = trim_eol(line, ll);
 		if (!ll)
 			break;
-		if (maybe_field(line[0]) && !parse_field(line, ll, h))
-			return false;
+		if (maybe_field(line[0]))
+			parse_field(line, ll, h);
 	}
-	return true;
+	return h->bad == H1_BAD_NONE;
 }
 
 /* End of the header block: length up to and including the blank line. */
@@ -481,7 +502,7 @@ size_t reel_h1_scan_head(struct h1_dir *d, const uint8_t *p, size_t n, int dir,
 			tl--;
 		if (!tl)
 			return i + ll; /* the blank line */
-		if (*ok && maybe_field(p[i]) && !parse_field(p + i, tl, h))
+		if (maybe_field(p[i]) && !parse_field(p + i, tl, h))
 			*ok = false;
 		i += ll;
 	}

@@ -367,6 +367,7 @@ static void summarise(struct redis_dir *d, uint8_t type, const uint8_t *body, si
 }
 
 static size_t protocol_error(struct redis_conn *c, int dir);
+static size_t bad_length(struct redis_conn *c, int dir, const uint8_t *p, size_t l);
 
 /* Inline command: words separated by blanks. */
 static void inline_command(struct redis_conn *c, int dir, const uint8_t *p, size_t body,
@@ -449,7 +450,7 @@ static size_t do_line(struct redis_conn *c, int dir, const uint8_t *p, size_t n)
 	}
 	/* Everything else carries a length or count. */
 	if (!parse_i64(p + 1, body - 1, &v) || v < -1 || (v > 0 && (uint64_t)v > REDIS_COUNT_MAX))
-		return protocol_error(c, dir);
+		return bad_length(c, dir, p, body);
 	if (d->depth == 0)
 		summarise(d, type, NULL, 0, v);
 	if (type == '$' || type == '=' || type == '!') {
@@ -564,19 +565,39 @@ static size_t consume(void *st, int dir, const uint8_t *p, size_t n)
 	return n;
 }
 
-/* The bytes do not parse: the message is flagged and the stream resyncs. */
-static size_t protocol_error(struct redis_conn *c, int dir)
+/* The bytes do not parse: the message is flagged with why and the stream resyncs. */
+static size_t protocol_error_why(struct redis_conn *c, int dir, const char *why)
 {
 	struct redis_dir *d = &c->d[dir];
 
 	if (d->in_msg) {
 		d->flags |= REEL_TXNF_ERROR;
-		reel_l7_copy_text(d->summary, sizeof(d->summary), "protocol error", 14);
+		reel_l7_copy_text(d->summary, sizeof(d->summary), why, strlen(why));
 		msg_done(c, dir, d->side.s.pos);
 	}
 	d->state = R_RESYNC;
 	d->prev_nl = false;
 	return 1;
+}
+
+static size_t protocol_error(struct redis_conn *c, int dir)
+{
+	return protocol_error_why(c, dir, "protocol error");
+}
+
+/* A length or count line p[0, l) (type byte first) that is not one: digits
+ * beyond the range (-1..2^32) or not a number; what was seen, cut at 40. */
+static size_t bad_length(struct redis_conn *c, int dir, const uint8_t *p, size_t l)
+{
+	char why[96], seen[41];
+	size_t i = 1 + (l > 1 && p[1] == '-');
+
+	while (i < l && p[i] >= '0' && p[i] <= '9')
+		i++;
+	reel_l7_copy_text(seen, sizeof(seen), p + 1, l - 1);
+	snprintf(why, sizeof(why), "protocol error: %s %s%s", p[0] == '$' ? "length" : "count",
+		 seen, i == l && l > 1 ? " out of range" : " not a number");
+	return protocol_error_why(c, dir, why);
 }
 
 /* ---- parser interface ---- */
