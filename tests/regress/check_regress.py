@@ -230,6 +230,8 @@ def part_pg_content():
            "SELECT id, name FROM reel_t ORDER BY id;")
     shell = ("psql -h 127.0.0.1 -p {p} -U postgres -X -q -c \"{s}\" postgres >/dev/null; "
              "pgbench -h 127.0.0.1 -p {p} -U postgres -n -M extended -t 1 -f {f} postgres "
+             ">/dev/null; "
+             "pgbench -h 127.0.0.1 -p {p} -U postgres -n -M prepared -t 3 -f {f} postgres "
              ">/dev/null").format(p=port, s=sql, f=script)
     rec, _, _ = capture("pgsql_content", port, shell)
     txns = [t for t in jsonl(rec) if t["proto"] == "pgsql" and "sql" in t]
@@ -243,7 +245,7 @@ def part_pg_content():
         check(s.get("columns") == ["id", "name"] and s.get("rows") == [["1", "apple"],
                                                                       ["2", None]],
               "psql: columns and rows (NULL as null): %s %s" % (s.get("columns"), s.get("rows")))
-    b = [t for t in txns if "$1" in str(t["sql"].get("query"))]
+    b = [t for t in txns if "$1" in str(t["sql"].get("query")) and "statement" not in t["sql"]]
     check(len(b) == 1, "pgbench -M extended: the Parse query text ($1)")
     if b:
         s = b[0]["sql"]
@@ -256,6 +258,16 @@ def part_pg_content():
               s.get("rows") == [["42", "21", "bound-text"]] and s.get("tag") == "SELECT 1",
               "pgbench: bind parameters 41 and 7, columns, first row [42, 21, bound-text], "
               "tag: %s" % s)
+    # -M prepared: one Parse of P_0, then 3 batches that Bind P_0 only; each
+    # shows the Parse's text (what pgbench made of the script's line)
+    text = "SELECT $1::int + 1 AS answer, $2::int * 3 AS thrice, 'bound-text' AS label;"
+    p = [(t["method"], t["target"], t["sql"].get("query"), t["sql"].get("statement"),
+          t["sql"].get("params")) for t in txns if t["sql"].get("statement") == "P_0"]
+    check(p == [("PARSE", text, text, "P_0", None)] +
+          [("EXECUTE", text, text, "P_0", ["41", "7"])] * 3,
+          "pgbench -M prepared: the Parse of P_0 and 3 EXECUTEs of P_0, each with its "
+          "text: %s" % p)
+    TALLY["sql_texts"] += len(p)
 
 
 # ---- HAR ----------------------------------------------------------------------
