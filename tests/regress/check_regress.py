@@ -205,6 +205,22 @@ def part_redis_content():
                                                            {"type": "bulk", "value": "bb"},
                                                            {"type": "bulk", "value": "c c"}]},
           "redis: replies with type and value as redis-cli printed them (%s)" % out.split())
+    # inline commands: redis-cli --pipe sends stdin as it is (then an ECHO of
+    # its own), a raw socket a PING
+    ping = ("import socket; s = socket.create_connection(('127.0.0.1', %d)); "
+            "s.sendall(b'PING\\r\\n'); print(s.recv(64))" % port)
+    rec, out, _ = capture("redis_inline", port,
+                          "printf 'SET reel:inline \"v 1\"\\r\\nGET reel:inline\\r\\n' | "
+                          "redis-cli -p %d --pipe; %s -c \"%s\"" % (port, sys.executable, ping))
+    rt = [(t["proto"], t["method"], t["target"], t.get("redis", {}).get("args"),
+           t.get("redis", {}).get("reply")) for t in jsonl(rec)]
+    check(len(rt) == 4 and rt[0] == ("redis", "SET", "reel:inline", ["SET", "reel:inline", "v 1"],
+                                     {"type": "simple", "value": "OK"}) and
+          rt[1] == ("redis", "GET", "reel:inline", ["GET", "reel:inline"],
+                    {"type": "bulk", "value": "v 1"}) and rt[2][:2] == ("redis", "ECHO") and
+          rt[3] == ("redis", "PING", "", ["PING"], {"type": "simple", "value": "PONG"}),
+          "redis inline: SET and GET from redis-cli --pipe, its ECHO, a raw PING (%s; %s)" %
+          (rt, out.split()))
 
 
 def part_pg_content():
