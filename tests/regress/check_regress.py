@@ -476,24 +476,42 @@ def part_replay():
                "--appendonly", "no", "--dir", d], p)
         subprocess.run(["redis-cli", "-p", str(p), "set", "reel:key", "hello-reel"],
                        capture_output=True, check=True)
+        subprocess.run(["redis-cli", "-p", str(p), "rpush", "reel:list", "a", "b", "c"],
+                       capture_output=True, check=True)
     # argument mode: redis-cli's stdin mode first sends COMMAND DOCS, whose
     # reply order differs between two server instances
     rec, _, _ = capture("replay_redis", ra, ("redis-cli -p {p} get reel:key; redis-cli -p {p} "
                                             "incrby reel:n 0; redis-cli -p {p} get reel:key; "
-                                            "redis-cli -p {p} ping").format(p=ra))
+                                            "redis-cli -p {p} ping; "
+                                            "redis-cli -p {p} lrange reel:list 0 -1").format(p=ra))
     r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % rb, "--baseline",
                      "127.0.0.1:%d" % ra)
     check(r.returncode == 0 and s.get("different") == 0 and s.get("errors") == 0 and
           s.get("same", 0) >= 4, "redis, same data: 0 different, exit 0 (%s)" % s)
     subprocess.run(["redis-cli", "-p", str(rb), "set", "reel:key", "changed-value"],
                    capture_output=True, check=True)
+    # the list: 3 items recorded, 6 live, the second changed
+    subprocess.run(["redis-cli", "-p", str(rb), "rpush", "reel:list", "d", "e", "f"],
+                   capture_output=True, check=True)
+    subprocess.run(["redis-cli", "-p", str(rb), "lset", "reel:list", "1", "B"],
+                   capture_output=True, check=True)
     r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % rb, "--baseline",
                      "127.0.0.1:%d" % ra)
     diff = [(x["method"], x["target"], x["differences"][0]["live"]) for x in c
-            if x["result"] == "different"]
-    check(r.returncode == 1 and s.get("different") == 2 and
+            if x["result"] == "different" and x["method"] == "GET"]
+    lr = [[(d["where"], d["recorded"], d["live"]) for d in x["differences"]] for x in c
+          if x["result"] == "different" and x["method"] == "LRANGE"]
+    check(r.returncode == 1 and s.get("different") == 3 and len(diff) == 2 and
           all(d[1] == "reel:key" and "changed-value" in d[2] for d in diff),
-          "redis, a changed value: the 2 GETs of reel:key different, exit 1 (%s)" % diff)
+          "redis, a changed value: the 2 GETs of reel:key and the LRANGE different, exit 1 "
+          "(%s)" % diff)
+    check(lr == [[("reply", "3 items", "6 items"), ("reply[1]", '"b"', '"B"'),
+                  ("reply[3]", "", '"d"'), ("reply[4]", "", '"e"'), ("reply[5]", "", '"f"')]],
+          "redis, a list of 3 replayed as 6, its second changed: the sizes, then element by "
+          "element (%s)" % lr)
+    check('reply: 3 items -> 6 items\n' in r.stdout and
+          'reply[3]: (absent) -> "d"\n' in r.stdout,
+          "redis: the readable report names the sizes and the missing items")
     r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % bad_target("resp-garbage"))
     check(r.returncode == 1 and s.get("errors", 0) >= 4 and
           all("does not parse as RESP" in x["live"]["error"] for x in c),
