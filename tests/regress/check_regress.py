@@ -332,7 +332,7 @@ def part_har():
     os.symlink(os.path.join(WORK, "elsewhere"), os.path.join(WORK, "link.har"))
     r = subprocess.run([REELPLAY, rec, "--har", os.path.join(WORK, "link.har")],
                        capture_output=True, text=True)
-    check(r.returncode == 1 and not os.path.exists(os.path.join(WORK, "elsewhere")),
+    check(r.returncode == 2 and not os.path.exists(os.path.join(WORK, "elsewhere")),
           "--har refuses a symlink: %s" % r.stderr.strip())
     # HTTP/2: node's http2 client and server (h2c prior knowledge)
     p2 = free_port()
