@@ -366,6 +366,9 @@ BAD_ANSWERS = {
     "cut": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc",
     "hugehead": b"HTTP/1.1 200 OK\r\nX: " + b"a" * 200000 + b"\r\n\r\n",
     "resp-garbage": b"$99999999999\r\n*-5\r\nzz\r\n",
+    # 200000 bytes that begin no response, the connection kept open
+    "garbage-open": b"\x00\xff\xfe not a response \r\n" * 8000,
+    "resp-garbage-open": b"hello there\r\n" * 16000,
 }
 
 
@@ -383,6 +386,12 @@ def bad_target(mode):
             if mode == "reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
             elif mode == "silent":
+                time.sleep(3)
+            elif mode.endswith("-open"):
+                try:
+                    conn.sendall(BAD_ANSWERS[mode])
+                except OSError:
+                    pass  # the client gave up on it: what it is meant to do
                 time.sleep(3)
             else:
                 # sent whole, then a FIN; the socket closes once the client has
@@ -458,7 +467,10 @@ def part_replay():
     # targets that answer badly: an error per request with what explains it,
     # exit 1, never a crash
     for mode, want in (("reset", "Connection reset by peer"),
-                       ("garbage", "without a complete http1 response"),
+                       ("garbage", "the response is unparsable at byte 0: not an HTTP/1 "
+                                   "status line (\"... not a response ..."),
+                       ("garbage-open", "the response is unparsable at byte 0: not an "
+                                        "HTTP/1 status line"),
                        ("cut", "in the middle of the response"),
                        ("hugehead", "does not parse as HTTP/1 (header block >"),
                        ("silent", "no complete response within 1.0 s")):
@@ -517,6 +529,13 @@ def part_replay():
           all("does not parse as RESP" in x["live"]["error"] for x in c),
           "redis, a target that answers garbage: an error per request, exit 1 (%s)" %
           (c[0]["live"] if c else r.stderr.strip()))
+    r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % bad_target("resp-garbage-open"),
+                     "--timeout", "2")
+    check(r.returncode == 1 and s.get("errors", 0) >= 4 and
+          all("the response is unparsable at byte 0: not a RESP reply (\"hello there.."
+              in x["live"]["error"] for x in c),
+          "redis, a target that answers garbage and stays: unparsable at byte 0, no "
+          "timeout (%s)" % (c[0]["live"] if c else r.stderr.strip()))
 
 
 def main():
