@@ -516,7 +516,7 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->tot.txns = p->st.txns;
 		p->tot.packets = p->st.packets;
 		p->tot.payload_bytes = p->st.payload_bytes;
-		p->tot.hole_bytes = p->st.hole_bytes;
+		p->tot.hole_bytes = p->st.hole_bytes - p->tot.mirror_hole_bytes;
 		p->tot.lost_samples = p->st.lost_samples;
 		p->tot.dropped_records = p->st.dropped_records;
 		p->tot.filtered = p->st.filtered;
