@@ -134,7 +134,11 @@ static const uint8_t *resolve(struct reel_reader *r, struct reel_deref *d, const
 	const uint8_t *t;
 	uint32_t tlen;
 
-	if (ref->block > cur || (ref->block == cur && ref->index >= self)) {
+	if (ref->block == cur && ref->index == self) {
+		*why = "it refers to itself";
+		return NULL;
+	}
+	if (ref->block > cur || (ref->block == cur && ref->index > self)) {
 		*why = "it points forward";
 		return NULL;
 	}

@@ -56,6 +56,7 @@ struct conn {
 
 	struct reasm rs[2];   /* [REEL_DIR_EGRESS], [REEL_DIR_INGRESS] */
 	uint16_t hole_why[2]; /* causes (1 << reasm_why) of holes not yet told in a txn */
+	uint64_t hole_by[REASM_HOLE_MAX]; /* hole bytes by cause, both directions */
 	/* a sendfile chunk (FILE_REF) waiting for its FILL records (fill.c) */
 	struct fill_hold {
 		bool on;

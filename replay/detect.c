@@ -238,6 +238,8 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	p->tot.holes++;
 	if ((unsigned)why < sizeof(p->tot.hole_bytes_by) / sizeof(p->tot.hole_bytes_by[0]))
 		p->tot.hole_bytes_by[why] += len;
+	if ((unsigned)why < REASM_HOLE_MAX)
+		c->hole_by[why] += len; /* taken back if c turns out a mirror */
 	/* (io_uring's length-only holes count as length-only in a txn) */
 	/* (and a TWIN chunk's bytes lost at the peer as lost) */
 	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING ? REASM_HOLE_LENONLY

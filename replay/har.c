@@ -51,7 +51,10 @@ struct reel_har *reel_har__open(const char *path, const char *creator_version)
 
 	if (!h)
 		return NULL;
-	h->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* "-": standard output (a copy of the descriptor, closed at the end) */
+	h->fd = strcmp(path, "-")
+			? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)
+			: fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
 	if (h->fd < 0) {
 		int e = errno;
 
@@ -63,14 +66,8 @@ struct reel_har *reel_har__open(const char *path, const char *creator_version)
 		     "{\"log\":{\"version\":\"1.2\",\"creator\":{\"name\":\"reelplay\","
 		     "\"version\":\"%s\"},\"pages\":[],\"entries\":[",
 		     creator_version ? creator_version : "0");
-	if (write_all(h, head, (size_t)n)) {
-		int e = -h->err;
-
-		close(h->fd);
-		free(h);
-		errno = e;
-		return NULL;
-	}
+	/* a write error (ENOSPC...) is kept for reel_har__close, as later ones */
+	write_all(h, head, (size_t)n);
 	return h;
 }
 

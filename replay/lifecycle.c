@@ -62,6 +62,18 @@ static void conn_release(struct reel_pipeline *p, struct conn *c)
 	free(c);
 }
 
+/* A mirror's holes are its twin's (the exchange is counted once, from the
+ * twin): the summary's totals take them back, as its rows never had them. */
+static void uncount_mirror_holes(struct reel_pipeline *p, const struct conn *c)
+{
+	p->tot.holes -= c->rs[0].holes + c->rs[1].holes;
+	p->tot.mirror_hole_bytes += c->rs[0].hole_bytes + c->rs[1].hole_bytes;
+	_Static_assert(REASM_HOLE_MAX <= sizeof(p->tot.hole_bytes_by) / sizeof(uint64_t),
+		       "a cause the totals have no place for");
+	for (int w = 0; w < REASM_HOLE_MAX; w++)
+		p->tot.hole_bytes_by[w] -= c->hole_by[w];
+}
+
 /* "Nothing silent": a connection that spoke TLS and gave no plaintext is
  * named in the summary with its process. */
 static void tls_missed(struct reel_pipeline *p, const struct conn *c)
@@ -100,6 +112,8 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 		c->parser = NULL;
 		c->pst = NULL;
 	}
+	if (c->mirror)
+		uncount_mirror_holes(p, c);
 	if (conn_pass(p, c)) {
 		reel_hints_add(p, c);
 		if (p->tlsr && c->tls_hello && !c->tls_seen)

@@ -16,8 +16,13 @@
 
 void reel_sink_err(struct reel_pipeline *p, FILE *f)
 {
-	if (f && ferror(f) && !p->err)
+	if (f && ferror(f) && !p->err) {
 		p->err = errno ? -errno : -EIO;
+		p->err_out = f == p->o.json	 ? REEL_OUT_JSON
+			     : f == p->o.print	 ? REEL_OUT_PRINT
+			     : f == p->o.summary ? REEL_OUT_SUMMARY
+						 : REEL_OUT_NONE;
+	}
 }
 
 void reel_put_reltime(struct reel_sb *sb, uint64_t ts, uint64_t t0)

@@ -530,7 +530,7 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->tot.txns = p->st.txns;
 		p->tot.packets = p->st.packets;
 		p->tot.payload_bytes = p->st.payload_bytes;
-		p->tot.hole_bytes = p->st.hole_bytes;
+		p->tot.hole_bytes = p->st.hole_bytes - p->tot.mirror_hole_bytes;
 		p->tot.lost_samples = p->st.lost_samples;
 		p->tot.dropped_records = p->st.dropped_records;
 		p->tot.filtered = p->st.filtered;
@@ -548,15 +548,29 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 	p->pcw = NULL;
 	if (err && !p->err)
 		p->err = err;
-	if (p->o.print && fflush(p->o.print) && !p->err)
+	if (p->o.print && fflush(p->o.print) && !p->err) {
 		p->err = -errno;
+		p->err_out = REEL_OUT_PRINT;
+	}
 	if (p->o.json)
 		reel_json_flush(p);
-	if (p->o.json && fflush(p->o.json) && !p->err)
+	if (p->o.json && fflush(p->o.json) && !p->err) {
 		p->err = -errno;
-	if (p->o.summary && fflush(p->o.summary) && !p->err)
+		p->err_out = REEL_OUT_JSON;
+	}
+	if (p->o.summary && fflush(p->o.summary) && !p->err) {
 		p->err = -errno;
+		p->err_out = REEL_OUT_SUMMARY;
+	}
 	return p->err;
+}
+
+enum reel_pipeline_output reel_pipeline__err_output(const struct reel_pipeline *p)
+{
+	/* the packet writers' errors (synth.c, the close above) are the rest */
+	if (!p || !p->err)
+		return REEL_OUT_NONE;
+	return p->err_out != REEL_OUT_NONE ? p->err_out : REEL_OUT_PACKETS;
 }
 
 void reel_pipeline__stats(const struct reel_pipeline *p, struct reel_pipeline_stats *st)

@@ -153,6 +153,7 @@ struct reel_pipeline {
 	struct reel_workq *jwq; /* JSON formatted and written by a thread */
 	struct jw jw;
 	int err;
+	enum reel_pipeline_output err_out; /* whose err is (NONE: the packets') */
 };
 
 /* ------------------------------------------------------------------ */

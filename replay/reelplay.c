@@ -6,8 +6,10 @@
  * (reelplay_args.c), inputs, outputs, the merged records into the
  * pipeline, the exit status.
  *
- * Exit status: 0 all input read; 1 damaged input (processed as far as it
- * goes) or a runtime error; 2 usage.
+ * Exit status (reeltool's): 0 ok; 1 damage found (the input processed as far
+ * as it goes), differences found by --replay-to, or an output that could not
+ * be written; 2 usage, an input that cannot be opened or an output that
+ * cannot be created.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,7 +96,8 @@ struct play {
 	int damaged;
 };
 
-/* Opens every input (with read-ahead) and sizes the progress bar. 0 or 1. */
+/* Opens every input (with read-ahead) and sizes the progress bar. 0, 1
+ * (out of memory) or 2 (an input that cannot be opened). */
 static int open_inputs(struct play *r)
 {
 	int nfiles = r->a.nfiles;
@@ -123,7 +126,7 @@ static int open_inputs(struct play *r)
 			else
 				fprintf(stderr, "reelplay: %s: cannot open: %s\n", file,
 					reel_strerror(err));
-			return 1;
+			return 2;
 		}
 		h = reel_reader__header(r->readers[i]);
 		if (h->clock.real_ns && h->clock.mono_ns &&
@@ -166,7 +169,7 @@ static int resolve_times(struct play *r)
 }
 
 /* The JSON output: stdout, or a file created 0600 (like the pcapng:
- * transactions carry what the capture held). 0 or 1. */
+ * transactions carry what the capture held). 0 or 2 (cannot be created). */
 static int open_json(struct play *r)
 {
 	const char *path = r->a.json_path;
@@ -183,8 +186,8 @@ static int open_json(struct play *r)
 	if (!r->json && fd >= 0)
 		close(fd);
 	if (!r->json) {
-		fprintf(stderr, "reelplay: %s: %s\n", path, strerror(errno));
-		return 1;
+		fprintf(stderr, "reelplay: --json %s: cannot create: %s\n", path, strerror(errno));
+		return 2;
 	}
 	/* glibc ignores the size of a NULL buffer (4 KiB writes) */
 	r->json_buf = malloc(1 << 20);
@@ -213,8 +216,9 @@ static int start_pipeline(struct play *r)
 	po->print = a->print ? stdout : NULL;
 	po->json = r->json;
 	/* the summary goes to stderr when stdout carries another output */
-	stdout_taken =
-		a->print || r->json == stdout || (a->write_path && !strcmp(a->write_path, "-"));
+	stdout_taken = a->print || r->json == stdout ||
+		       (a->write_path && !strcmp(a->write_path, "-")) ||
+		       (a->rg.har_path && !strcmp(a->rg.har_path, "-"));
 	po->summary = !a->summary ? NULL : stdout_taken ? stderr : stdout;
 	if (a->write_path && !strcmp(a->format, "pcap"))
 		po->pcap_path = a->write_path;
@@ -265,6 +269,34 @@ static void note_damage(struct play *r, int err)
 	reel_pipeline__note_damage(r->pipe, fi, msg);
 }
 
+/* A write error of the pipeline's: the output named by its option and file. */
+static void output_error(struct play *r, int err)
+{
+	const struct play_args *a = &r->a;
+	const char *opt = "", *path = NULL;
+
+	switch (reel_pipeline__err_output(r->pipe)) {
+	case REEL_OUT_PACKETS:
+		opt = "-w ", path = a->write_path;
+		break;
+	case REEL_OUT_JSON:
+		opt = "--json ", path = a->json_path;
+		break;
+	case REEL_OUT_PRINT:
+		opt = "--print: ", path = "-";
+		break;
+	case REEL_OUT_SUMMARY:
+		opt = "summary: ", path = a->po.summary == stderr ? "standard error" : "-";
+		break;
+	case REEL_OUT_NONE:
+		break;
+	}
+	if (path && !strcmp(path, "-"))
+		path = "standard output";
+	fprintf(stderr, "reelplay: %s%s: cannot write: %s\n", opt, path ? path : "output",
+		strerror(-err));
+}
+
 /* Every merged record into the pipeline, then finish. 0 or 1. */
 static int replay(struct play *r)
 {
@@ -287,7 +319,7 @@ static int replay(struct play *r)
 		pg->records++;
 		err = reel_pipeline__push(r->pipe, &rec);
 		if (err) {
-			fprintf(stderr, "reelplay: output error: %s\n", strerror(-err));
+			output_error(r, err);
 			return 1;
 		}
 		if ((pg->records & 0xfff) == 0)
@@ -296,7 +328,7 @@ static int replay(struct play *r)
 	progress_show(pg, true);
 	err = reel_pipeline__finish(r->pipe);
 	if (err) {
-		fprintf(stderr, "reelplay: output error: %s\n", strerror(-err));
+		output_error(r, err);
 		return 1;
 	}
 	if (r->damaged) {
@@ -321,12 +353,13 @@ static int finish(struct play *r, int rc)
 	free(r->pg.cur_block);
 	free(r->pg.base);
 	if (r->json && r->json != stdout && fclose(r->json) && !rc) {
-		fprintf(stderr, "reelplay: %s: %s\n", r->a.json_path, strerror(errno));
+		fprintf(stderr, "reelplay: --json %s: cannot write: %s\n", r->a.json_path,
+			strerror(errno));
 		rc = 1;
 	}
 	free(r->json_buf);
 	if (fflush(stdout) && !rc) {
-		fprintf(stderr, "reelplay: stdout: %s\n", strerror(errno));
+		fprintf(stderr, "reelplay: standard output: cannot write: %s\n", strerror(errno));
 		rc = 1;
 	}
 	play_args_free(&r->a);

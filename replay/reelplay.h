@@ -58,7 +58,8 @@ struct play_args {
 #define PLAY_GO (-1)
 
 /* reelplay_args.c: parses argv into *a. PLAY_GO to go on, else the exit
- * status (0 after --help/--version, 2 after a usage error, 1). */
+ * status (0 after --help/--version, 2 after a usage error or for an input
+ * that is not there, 1 out of memory). */
 int play_parse_args(int argc, char **argv, struct play_args *a);
 void play_args_free(struct play_args *a);
 /* reelplay_out.c: whether each output can be written where it is named
@@ -72,7 +73,7 @@ int play_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * 2 usage error (printed). */
 int play_regress_opt(struct play_regress *g, int c, const char *arg);
 /* Sets the pipeline's content options and txn sinks; 0, 1 (runtime error,
- * printed) or 2 (usage). */
+ * printed) or 2 (usage, an output that cannot be created). */
 int play_regress_open(struct play_regress *g, struct reel_pipeline_opts *po, bool json);
 /* After the input: the replay, then the HAR closes. Returns the exit code. */
 int play_regress_finish(struct play_regress *g, int rc);

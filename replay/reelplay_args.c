@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pcap/pcap.h>
 #include <sys/stat.h>
 
 #include "reel_abi.h"
@@ -35,7 +36,7 @@ static const char usage_text[] =
 	"      --summary         per protocol/endpoint counts, errors, latency percentiles\n"
 	"                        (the default when no other output is named)\n"
 	"      --preview N       payload bytes shown per --print line (default 64)\n"
-	"      --har FILE        HAR 1.2 of the HTTP/1 and HTTP/2 transactions\n"
+	"      --har OUT|-       HAR 1.2 of the HTTP/1 and HTTP/2 transactions\n"
 	"      --body-max BYTES  content kept per value (bodies, arguments, rows) in the\n"
 	"                        JSON and HAR (default 65536; 0 = all), cut values flagged\n"
 	"      --no-content      JSON lines without the content sections (summary fields)\n"
@@ -73,7 +74,9 @@ static const char usage_text[] =
 	"  -h, --help            this text\n"
 	"  -V, --version         version\n"
 	"\n"
-	"Exit status: 0 ok, 1 damaged input (processed) or error, 2 usage.\n";
+	"Exit status: 0 ok; 1 damage found (the rest processed), differences found\n"
+	"(--replay-to) or an output that could not be written; 2 usage error, an\n"
+	"input that cannot be opened or an output that cannot be created.\n";
 
 int play_usage_err(const char *fmt, ...)
 {
@@ -242,28 +245,72 @@ static int parse_option(struct play_args *a, int c, const char *arg)
 	return PLAY_GO;
 }
 
+/* Does expr compile as a filter of the synthesized packets (as the pipeline
+ * compiles it)? If not, pcap's reason in err. */
+static bool filter_compiles(const char *expr, char *err, size_t cap)
+{
+	pcap_t *dead = pcap_open_dead(DLT_RAW, 65535);
+	struct bpf_program prog;
+	bool ok;
+
+	if (!dead)
+		return true; /* the pipeline will say */
+	ok = !pcap_compile(dead, &prog, expr, 1, PCAP_NETMASK_UNKNOWN);
+	if (ok)
+		pcap_freecode(&prog);
+	else
+		snprintf(err, cap, "%s", pcap_geterr(dead));
+	pcap_close(dead);
+	return ok;
+}
+
+/*
+ * The first operand that is not a file began the filter expression. When
+ * the expression does not compile and that word (one word) is no filter
+ * either, it was most likely meant as a file: say both. PLAY_GO, or 2 after saying so.
+ */
+static int check_first_operand(const char *word, const char *filter)
+{
+	char err[PCAP_ERRBUF_SIZE + 64] = "", alone[PCAP_ERRBUF_SIZE + 64];
+	struct stat st;
+
+	if (strpbrk(word, " \t") || filter_compiles(filter, err, sizeof(err)) ||
+	    filter_compiles(word, alone, sizeof(alone)))
+		return PLAY_GO; /* a filter, or one the pipeline will explain */
+	if (!stat(word, &st) && S_ISDIR(st.st_mode))
+		return play_usage_err("%s: is a directory (or a bad filter expression: %s)", word,
+				      err);
+	return play_usage_err("%s: no such file (or a bad filter expression: %s)", word, err);
+}
+
 /* The input files, then the filter expression. PLAY_GO, or the exit status. */
 static int parse_operands(struct play_args *a, int argc, char **argv, int first)
 {
+	const char *word = NULL; /* the operand that began the filter */
+
 	a->files = calloc((size_t)argc + 1, sizeof(*a->files));
 	if (!a->files)
 		return 1;
 	for (int i = first; i < argc; i++) {
 		struct stat st;
+		int se = a->filter	       ? 0
+			 : stat(argv[i], &st)  ? errno
+			 : S_ISDIR(st.st_mode) ? EISDIR
+					       : 0;
 
-		if (!a->filter && !stat(argv[i], &st) && !S_ISDIR(st.st_mode)) {
+		if (!a->filter && !se) {
 			a->files[a->nfiles++] = argv[i];
 			continue;
 		}
 		if (!a->filter && (strstr(argv[i], ".reel") || strchr(argv[i], '/'))) {
-			fprintf(stderr, "reelplay: %s: %s\n", argv[i],
-				strerror(errno ? errno : ENOENT));
+			fprintf(stderr, "reelplay: %s: cannot open: %s\n", argv[i], strerror(se));
 			free(a->files);
-			return 1;
+			return 2;
 		}
 		if (!a->filter) {
 			size_t len = 1;
 
+			word = argv[i];
 			for (int j = i; j < argc; j++)
 				len += strlen(argv[j]) + 1;
 			a->filter = calloc(1, len);
@@ -273,6 +320,13 @@ static int parse_operands(struct play_args *a, int argc, char **argv, int first)
 			strcat(a->filter, " ");
 		}
 		strcat(a->filter, argv[i]);
+	}
+	if (word && a->nfiles && check_first_operand(word, a->filter) != PLAY_GO) {
+		free(a->files);
+		free(a->filter);
+		a->files = NULL;
+		a->filter = NULL;
+		return 2;
 	}
 	return PLAY_GO;
 }

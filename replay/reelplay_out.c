@@ -83,7 +83,7 @@ static int check_one(const struct play_args *a, const char *opt, const char *pat
 		if (isatty(STDOUT_FILENO) && !strcmp(opt, "-w")) {
 			fprintf(stderr, "reelplay: -w -: standard output is a terminal; pipe it "
 					"(reelplay FILE -w - | tshark -r -) or give -w a file\n");
-			return 1;
+			return 2;
 		}
 		return PLAY_GO;
 	}
@@ -92,7 +92,7 @@ static int check_one(const struct play_args *a, const char *opt, const char *pat
 	if (is_input(a, path)) {
 		fprintf(stderr, "reelplay: %s %s: is one of the inputs; refusing to overwrite it\n",
 			opt, path);
-		return 1;
+		return 2;
 	}
 	why = path_problem(path, dir, sizeof(dir), &err);
 	if (!why)
@@ -106,7 +106,24 @@ static int check_one(const struct play_args *a, const char *opt, const char *pat
 		fprintf(stderr, "reelplay: %s %s: %s (%s)\n", opt, path, why, strerror(err));
 	else
 		fprintf(stderr, "reelplay: %s %s: %s\n", opt, path, why);
-	return 1;
+	return 2; /* cannot be created: as an input that cannot be opened */
+}
+
+/* The options that name standard output ("-", --print); more than one
+ * would interleave. */
+static int stdout_users(const struct play_args *a, const char **names)
+{
+	const char *const paths[] = {a->write_path, a->json_path, a->rg.har_path,
+				     a->rg.report_path};
+	static const char *const opts[] = {"-w -", "--json -", "--har -", "--report -"};
+	int n = 0;
+
+	for (int i = 0; i < 4; i++)
+		if (paths[i] && !strcmp(paths[i], "-"))
+			names[n++] = opts[i];
+	if (a->print)
+		names[n++] = "--print";
+	return n;
 }
 
 int play_check_outputs(const struct play_args *a)
@@ -115,9 +132,14 @@ int play_check_outputs(const struct play_args *a)
 	struct stat st;
 	int rc;
 
+	const char *users[5];
+
 	if (w && !strcmp(w, "-") && (a->print || (j && !strcmp(j, "-"))))
 		return play_usage_err("-w - and %s both want standard output; give one a file",
 				      a->print ? "--print" : "--json -");
+	if (stdout_users(a, users) > 1)
+		return play_usage_err("%s and %s both want standard output; give one a file",
+				      users[0], users[1]);
 	if (w && j && strcmp(w, "-") && !strcmp(w, j) && !(!stat(w, &st) && S_ISCHR(st.st_mode)))
 		return play_usage_err("-w and --json name the same file %s", w);
 	if (w && (rc = check_one(a, "-w", w)) != PLAY_GO)

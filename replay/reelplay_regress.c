@@ -117,16 +117,15 @@ int play_regress_open(struct play_regress *g, struct reel_pipeline_opts *po, boo
 		g->ro.ignore_json = g->ign_j;
 		g->ro.body_max = g->body_max_set ? g->body_max : REPLAY_BODY_MAX;
 		g->ro.verbose = g->verbose;
+		/* the text report goes to stderr when stdout carries an output */
+		g->ro.text = g->har_path && !strcmp(g->har_path, "-") ? stderr : stdout;
 		if (g->report_path && !strcmp(g->report_path, "-")) {
 			g->report = stdout;
 			g->ro.text = stderr;
-		} else {
-			g->ro.text = stdout;
-			if (g->report_path && !(g->report = open_private(g->report_path))) {
-				fprintf(stderr, "reelplay: %s: %s\n", g->report_path,
-					strerror(errno));
-				return 1;
-			}
+		} else if (g->report_path && !(g->report = open_private(g->report_path))) {
+			fprintf(stderr, "reelplay: --report %s: cannot create: %s\n",
+				g->report_path, strerror(errno));
+			return 2;
 		}
 		g->ro.json = g->report;
 		g->rt = reel_replayto__new(&g->ro, err, sizeof(err));
@@ -145,8 +144,9 @@ int play_regress_open(struct play_regress *g, struct reel_pipeline_opts *po, boo
 	if (g->har_path) {
 		g->har = reel_har__open(g->har_path, REEL_VERSION);
 		if (!g->har) {
-			fprintf(stderr, "reelplay: %s: %s\n", g->har_path, strerror(errno));
-			return 1;
+			fprintf(stderr, "reelplay: --har %s: cannot create: %s\n", g->har_path,
+				strerror(errno));
+			return 2;
 		}
 		g->sinks[n++] = reel_har__sink(g->har);
 	}
@@ -167,7 +167,10 @@ int play_regress_finish(struct play_regress *g, int rc)
 	if (g->rt) {
 		err = reel_replayto__run(g->rt);
 		if (err < 0) {
-			fprintf(stderr, "reelplay: replay report: %s\n", strerror(-err));
+			fprintf(stderr, "reelplay: --report %s: cannot write: %s\n",
+				g->report_path && strcmp(g->report_path, "-") ? g->report_path
+									      : "standard output",
+				strerror(-err));
 			rc = 1;
 		} else if (err) {
 			rc = 1;
@@ -179,11 +182,13 @@ int play_regress_finish(struct play_regress *g, int rc)
 		err = reel_har__close(g->har);
 		g->har = NULL;
 		if (err) {
-			fprintf(stderr, "reelplay: %s: %s\n", g->har_path, strerror(-err));
+			fprintf(stderr, "reelplay: --har %s: cannot write: %s\n",
+				strcmp(g->har_path, "-") ? g->har_path : "standard output",
+				strerror(-err));
 			rc = 1;
 		} else if (!n) {
-			fprintf(stderr, "reelplay: %s: no HTTP transaction to write\n",
-				g->har_path);
+			fprintf(stderr, "reelplay: --har %s: no HTTP transaction to write\n",
+				strcmp(g->har_path, "-") ? g->har_path : "standard output");
 		}
 	}
 	return rc;

@@ -51,6 +51,10 @@ struct lane {
 	uint64_t t0; /* mono() at the start of the run: times below count from it */
 	uint64_t started, deadline, connected;
 	uint64_t sent, received; /* bytes of cur */
+	/* the first bytes of cur's response, until they start one (head_ok) */
+	uint8_t head[64];
+	uint32_t head_len;
+	bool head_ok;
 	/* the tap */
 	const struct reel_l7_parser *par;
 	void *pst;
@@ -308,6 +312,8 @@ static void start(struct lane *l, uint64_t now)
 	l->started = now;
 	l->deadline = now + l->r->o.timeout_ns;
 	l->sent = l->received = 0;
+	l->head_len = 0;
+	l->head_ok = false;
 	l->cur->got[l->which].sent_ns = now;
 	if (prepare(l, why, sizeof(why))) {
 		fail(l, now, "request cannot be rebuilt: %s", why);
@@ -415,6 +421,42 @@ static bool answers_http1(const uint8_t *p, size_t n)
 	return n >= 7 && !memcmp(p, "HTTP/1.", 7);
 }
 
+/*
+ * The first bytes of an HTTP/1 or Redis response must begin one (the
+ * parser's detection says whether they can): garbage is the request's error
+ * at once, at the byte where it stops being a response, instead of a
+ * timeout while the parser looks for a start that never comes. False when
+ * the lane failed.
+ */
+static bool head_check(struct lane *l, const uint8_t *p, size_t n, uint64_t now)
+{
+	size_t k = sizeof(l->head) - l->head_len, bad;
+	char text[40];
+
+	if (l->head_ok || l->h2 || !l->par || !l->cur)
+		return true;
+	k = k < n ? k : n;
+	memcpy(l->head + l->head_len, p, k);
+	l->head_len += (uint32_t)k;
+	for (bad = 1; bad <= l->head_len; bad++)
+		if (!l->par->detect(l->head, bad, REEL_L7_RESP, 0, 6 /* TCP */))
+			break;
+	if (bad > l->head_len) {
+		l->head_ok = l->head_len == sizeof(l->head);
+		return true;
+	}
+	k = l->head_len < sizeof(text) - 1 ? l->head_len : sizeof(text) - 1;
+	for (size_t i = 0; i < k; i++)
+		text[i] = l->head[i] >= 0x20 && l->head[i] < 0x7f ? (char)l->head[i] : '.';
+	text[k] = '\0';
+	fail(l, now,
+	     "the response is unparsable at byte %zu: not %s (\"%s\"; %" PRIu64
+	     " bytes sent, %" PRIu64 " received)",
+	     bad - 1, l->c->proto == REEL_PROTO_REDIS ? "a RESP reply" : "an HTTP/1 status line",
+	     text, l->sent, l->received);
+	return false;
+}
+
 static void do_read(struct lane *l, uint64_t now)
 {
 	uint8_t buf[65536];
@@ -460,6 +502,8 @@ static void do_read(struct lane *l, uint64_t now)
 			return;
 		}
 		l->received += (uint64_t)n;
+		if (!head_check(l, buf, (size_t)n, now))
+			return;
 		tap_feed(l, REEL_L7_RESP, buf, (size_t)n);
 		if (!l->cur) {
 			if (l->h2 && reel_rt_h2_recv(l->h2, buf, (size_t)n)) {

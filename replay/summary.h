@@ -20,6 +20,9 @@ struct reel_summary_totals {
 	uint64_t records, events, bad_events, conns, txns, packets;
 	uint64_t mirror_conns; /* sockets that are the other traced end of a connection */
 	uint64_t payload_bytes, hole_bytes, holes;
+	/* of the holes' bytes, those of mirrors (the other traced end of a
+	 * connection counted once): not in hole_bytes */
+	uint64_t mirror_hole_bytes;
 	/* hole bytes by cause (enum reasm_why; [0] unused), and sendfile bytes
 	 * the capture read back from their files (FILL records) */
 	uint64_t hole_bytes_by[12];

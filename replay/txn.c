@@ -218,8 +218,10 @@ void reel_json_flush_part(struct reel_pipeline *p, bool all)
 	if (p->jfd >= 0 && !fflush(p->o.json)) {
 		int err = reel_write_all(p->jfd, p->jbuf, n);
 
-		if (err && !p->err)
+		if (err && !p->err) {
 			p->err = err;
+			p->err_out = REEL_OUT_JSON;
+		}
 	} else {
 		fwrite(p->jbuf, 1, n, p->o.json);
 		reel_sink_err(p, p->o.json);
@@ -234,8 +236,10 @@ void reel_json_flush(struct reel_pipeline *p)
 	reel_json_flush_part(p, true);
 	if (p->jwq) { /* everything on the fd before the FILE is used again */
 		reel_workq__drain(p->jwq);
-		if (p->jw.err && !p->err)
+		if (p->jw.err && !p->err) {
 			p->err = p->jw.err;
+			p->err_out = REEL_OUT_JSON;
+		}
 	}
 }
 

@@ -335,89 +335,173 @@ static void cmp_grpc(const struct reel_content_view *ca, const struct reel_conte
 
 /* ---- Redis ---- */
 
-/* Paths of reply items: "reply", "reply[1]", "reply[1][0]". */
-struct rpath {
-	unsigned depth;
-	unsigned idx[65];
+/* The reply items of a view in order (pre-order: an aggregate, then its
+ * elements one depth deeper). */
+struct rtree {
+	const struct reel_citem **it;
+	uint32_t n;
 };
 
-static void rpath_text(const struct rpath *r, unsigned depth, char *out, size_t cap)
+static int rtree_load(struct rtree *t, const struct reel_content_view *v)
 {
-	size_t l = (size_t)snprintf(out, cap, "reply");
-
-	for (unsigned d = 1; d <= depth && d < 65 && l < cap; d++)
-		l += (size_t)snprintf(out + l, cap - l, "[%u]", r->idx[d]);
-}
-
-static const struct reel_citem *next_reply(const struct reel_content_view *v, uint32_t *off,
-					   struct rpath *r, unsigned *depth)
-{
+	uint32_t off = 0;
 	const struct reel_citem *it;
 
-	while ((it = reel_content_next(v, off))) {
-		unsigned d;
+	t->n = 0;
+	t->it = calloc(v && v->nitems ? v->nitems : 1, sizeof(*t->it));
+	if (!t->it)
+		return -1;
+	while (v && (it = reel_content_next(v, &off)) && t->n < v->nitems)
+		if (it->kind == REEL_CI_REDIS_REPLY)
+			t->it[t->n++] = it;
+	return 0;
+}
 
-		if (it->kind != REEL_CI_REDIS_REPLY)
-			continue;
-		d = it->a >> 8;
-		if (d > 64)
-			d = 64;
-		if (d > r->depth + 1)
-			d = r->depth + 1;
-		if (d && d <= r->depth)
-			r->idx[d]++;
-		else if (d)
-			r->idx[d] = 0;
-		r->depth = d;
-		*depth = d;
-		return it;
+static unsigned rdepth(const struct rtree *t, uint32_t i)
+{
+	return t->it[i]->a >> 8;
+}
+
+/* The index after item i and its elements. */
+static uint32_t rnext(const struct rtree *t, uint32_t i)
+{
+	uint32_t k = i + 1;
+
+	while (k < t->n && rdepth(t, k) > rdepth(t, i))
+		k++;
+	return k;
+}
+
+static bool ragg(uint8_t type)
+{
+	return type && strchr("*%~>|", type);
+}
+
+static const char *rtype_name(uint8_t type)
+{
+	static const char types[] = "+-:$_#,(!=*%~>|";
+	static const char *const names[] = {
+		"simple",  "error",  "integer", "bulk",	      "null",
+		"boolean", "double", "bignum",	"bulk_error", "verbatim",
+		"array",   "map",    "set",	"push",	      "attribute",
+	};
+	const char *p = type ? strchr(types, type) : NULL;
+
+	return p ? names[p - types] : "reply";
+}
+
+/* "3 items", "\"text\"", "12", "nil"; with the type first when `typed`
+ * ("array of 3 items", "bulk \"3\""). */
+static void rtext(char *out, size_t cap, const struct reel_citem *it, bool typed)
+{
+	uint8_t type = it->a & 0xff;
+	char v[100];
+
+	if (ragg(type)) {
+		snprintf(out, cap, "%s%s%llu item%s", typed ? rtype_name(type) : "",
+			 typed ? " of " : "", (unsigned long long)it->b, it->b == 1 ? "" : "s");
+		return;
 	}
-	return NULL;
+	if (type == '_') {
+		snprintf(out, cap, "nil");
+		return;
+	}
+	if (is_cut(it)) {
+		/* a value cut by the cap: its full size after a shorter text */
+		char sz[40];
+
+		snprintf(sz, sizeof(sz), " (%llu bytes)", (unsigned long long)value_size(it));
+		text_of(v, sizeof(v) - strlen(sz), reel_citem_value(it), it->len);
+		strcat(v, sz);
+	} else {
+		text_of(v, sizeof(v), reel_citem_value(it), it->len);
+	}
+	if (type == ':' || type == ',' || type == '(' || type == '#') {
+		/* numbers and booleans: bare */
+		memmove(v, v + 1, strlen(v));
+		v[strlen(v) - 1] = '\0';
+	}
+	snprintf(out, cap, "%s%s%s", typed || type == '-' || type == '!' ? rtype_name(type) : "",
+		 typed || type == '-' || type == '!' ? " " : "", v);
+}
+
+static void radd(struct reel_cmp *c, const char *where, const struct reel_citem *x,
+		 const struct reel_citem *y, bool typed)
+{
+	char ta[112] = "", tb[112] = "";
+
+	if (x)
+		rtext(ta, sizeof(ta), x, typed);
+	if (y)
+		rtext(tb, sizeof(tb), y, typed);
+	add_text(c, where, ta, tb);
+}
+
+/*
+ * Reply item i of a against item j of b at `where` (wl bytes of a buffer
+ * of REEL_CMP_WHERE_MAX): a scalar by type and value; an aggregate by its
+ * size, then element by element ("reply[3]"), the elements only one side
+ * has each a difference with the other side absent.
+ */
+static void cmp_reply(struct reel_cmp *c, const struct rtree *a, uint32_t i, const struct rtree *b,
+		      uint32_t j, char *where, size_t wl)
+{
+	const struct reel_citem *x = a->it[i], *y = b->it[j];
+	uint8_t tx = x->a & 0xff, ty = y->a & 0xff;
+	uint32_t ea, eb;
+
+	if (tx != ty) {
+		radd(c, where, x, y, true);
+		return;
+	}
+	if (!ragg(tx)) {
+		if (x->len != y->len || is_cut(x) != is_cut(y) || value_size(x) != value_size(y) ||
+		    memcmp(reel_citem_value(x), reel_citem_value(y), x->len))
+			radd(c, where, x, y, false);
+		return;
+	}
+	if (x->b != y->b)
+		radd(c, where, x, y, false);
+	ea = rnext(a, i);
+	eb = rnext(b, j);
+	i++, j++;
+	for (unsigned k = 0; i < ea || j < eb; k++) {
+		size_t l = wl + (size_t)snprintf(where + wl, REEL_CMP_WHERE_MAX - wl, "[%u]", k);
+
+		if (l >= REEL_CMP_WHERE_MAX) /* too deep to name: the place as it is */
+			l = wl;
+		if (i < ea && j < eb)
+			cmp_reply(c, a, i, b, j, where, l);
+		else
+			radd(c, where, i < ea ? a->it[i] : NULL, j < eb ? b->it[j] : NULL, false);
+		where[wl] = '\0';
+		i = i < ea ? rnext(a, i) : i;
+		j = j < eb ? rnext(b, j) : j;
+	}
 }
 
 static void cmp_redis(const struct reel_content_view *ca, const struct reel_content_view *cb,
 		      struct reel_cmp *c)
 {
-	uint32_t oa = 0, ob = 0;
-	struct rpath ra = {0}, rb = {0};
+	struct rtree a, b;
+	char where[REEL_CMP_WHERE_MAX] = "reply";
 
-	for (;;) {
-		unsigned da = 0, db = 0;
-		const struct reel_citem *x = next_reply(ca, &oa, &ra, &da);
-		const struct reel_citem *y = next_reply(cb, &ob, &rb, &db);
-		char where[600], ta[112], tb[112];
-
-		if (!x && !y)
-			break;
-		rpath_text(x ? &ra : &rb, x ? da : db, where, sizeof(where));
-		if (!x || !y || da != db) {
-			/* the shapes differ: one difference, and the rest is not comparable */
-			snprintf(ta, sizeof(ta), "%s", x ? "present" : "(absent)");
-			snprintf(tb, sizeof(tb), "%s", y ? "present" : "(absent)");
-			add_text(c, where, ta, tb);
-			break;
-		}
-		if ((x->a & 0xff) != (y->a & 0xff) || x->b != y->b || x->len != y->len ||
-		    is_cut(x) != is_cut(y) || value_size(x) != value_size(y) ||
-		    memcmp(reel_citem_value(x), reel_citem_value(y), x->len)) {
-			char vx[80], vy[80], sx[32] = "", sy[32] = "";
-
-			/* a value cut by the cap: its full size after a shorter text */
-			if (is_cut(x))
-				snprintf(sx, sizeof(sx), " (%llu bytes)",
-					 (unsigned long long)value_size(x));
-			if (is_cut(y))
-				snprintf(sy, sizeof(sy), " (%llu bytes)",
-					 (unsigned long long)value_size(y));
-			text_of(vx, sizeof(vx) - strlen(sx), reel_citem_value(x), x->len);
-			text_of(vy, sizeof(vy) - strlen(sy), reel_citem_value(y), y->len);
-			snprintf(ta, sizeof(ta), "%c%s%s", (char)(x->a & 0xff), vx, sx);
-			snprintf(tb, sizeof(tb), "%c%s%s", (char)(y->a & 0xff), vy, sy);
-			add_text(c, where, ta, tb);
-			if (x->b != y->b)
-				break; /* aggregates of different sizes */
-		}
+	if (rtree_load(&a, ca) || rtree_load(&b, cb)) {
+		free(a.it);
+		add_text(c, "reply", "", "(not compared: out of memory)");
+		return;
 	}
+	/* one value at the top (an attribute before it is one more) */
+	for (uint32_t i = 0, j = 0; i < a.n || j < b.n;) {
+		if (i < a.n && j < b.n)
+			cmp_reply(c, &a, i, &b, j, where, strlen(where));
+		else
+			radd(c, where, i < a.n ? a.it[i] : NULL, j < b.n ? b.it[j] : NULL, false);
+		i = i < a.n ? rnext(&a, i) : i;
+		j = j < b.n ? rnext(&b, j) : j;
+	}
+	free(a.it);
+	free(b.it);
 }
 
 unsigned reel_cmp_txn(const struct reel_cmp_opts *o, const struct reel_txn *a,

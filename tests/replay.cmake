@@ -16,6 +16,9 @@ if(TARGET reelplay)
 	add_dependencies(test_replay_reelplay reelplay)
 	add_dependencies(test_replayto_memory reelplay)
 endif()
+if(TARGET reeltool) # its exit statuses are compared with reelplay's
+	add_dependencies(test_replay_reelplay reeltool)
+endif()
 reel_fuzz_target(pipeline LIBS reelreplay)
 
 # reelcap --print live == reelplay --print on the file (root + BPF; 77 = skipped).

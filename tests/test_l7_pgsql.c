@@ -349,6 +349,110 @@ static void test_flush_before_sync(void **state)
 	assert_int_equal(out.t[0].resp_bytes, s1.n + s2.n);
 }
 
+/* Bind of a statement with one text parameter `v` (one byte), Execute, Sync. */
+static void bind_exec(struct buf *b, const char *stmt, char v)
+{
+	uint8_t bind[64];
+	size_t n = 0, sl = strlen(stmt);
+
+	bind[n++] = 0; /* unnamed portal */
+	memcpy(bind + n, stmt, sl + 1);
+	n += sl + 1;
+	memcpy(bind + n, "\0\0\0\1\0\0\0\1", 8); /* no formats, 1 param of 1 byte */
+	n += 8;
+	bind[n++] = (uint8_t)v;
+	bind[n++] = 0, bind[n++] = 0; /* result formats */
+	msg(b, 'B', bind, n);
+	MSG(b, 'E', "\0\0\0\0\0");
+	MSG(b, 'S', "");
+}
+
+static void exec_resp(struct buf *b)
+{
+	MSG(b, '2', "");
+	MSG(b, 'C', "SELECT 0\0");
+	MSG(b, 'Z', "I");
+}
+
+/*
+ * Prepared statements as pgbench -M prepared uses them: a Parse + Sync per
+ * statement, then batches that only Bind a name. Each Bind shows its
+ * Parse's text; names are per statement, the unnamed one is replaced by the
+ * next Parse, Close and DEALLOCATE forget.
+ */
+static void test_prepared_statements(void **state)
+{
+	static struct buf c, s;
+	struct collect out;
+	static const char *const want[][2] = {
+		{"PARSE", "SELECT abalance FROM a WHERE aid = $1"},
+		{"PARSE", "UPDATE a SET x = $1"},
+		{"EXECUTE", "SELECT abalance FROM a WHERE aid = $1"},
+		{"EXECUTE", "UPDATE a SET x = $1"},
+		{"EXECUTE", "SELECT abalance FROM a WHERE aid = $1"},
+		{"PARSE", "SELECT 2 + $1"},
+		{"EXECUTE", "SELECT 2 + $1"},
+		{"PARSE", "SELECT 3 + $1"},
+		{"EXECUTE", "SELECT 3 + $1"},
+		{"SYNC", ""},
+		{"EXECUTE", "prepared P_1"},
+		{"QUERY", "deallocate \"P_0\""},
+		{"EXECUTE", "prepared P_0"},
+	};
+
+	(void)state;
+	c.n = s.n = 0;
+	MSG(&c, 'P', "P_0\0SELECT abalance FROM a WHERE aid = $1\0\0\0");
+	MSG(&c, 'S', "");
+	MSG(&c, 'P', "P_1\0UPDATE a SET x = $1\0\0\0");
+	MSG(&c, 'S', "");
+	bind_exec(&c, "P_0", '7');
+	bind_exec(&c, "P_1", '8');
+	bind_exec(&c, "P_0", '9');
+	MSG(&c, 'P', "\0SELECT 2 + $1\0\0\0");
+	MSG(&c, 'S', "");
+	bind_exec(&c, "", '1');
+	MSG(&c, 'P', "\0SELECT 3 + $1\0\0\0");
+	MSG(&c, 'S', "");
+	bind_exec(&c, "", '2');
+	MSG(&c, 'C', "SP_1\0");
+	MSG(&c, 'S', "");
+	bind_exec(&c, "P_1", '3');
+	MSG(&c, 'Q', "deallocate \"P_0\"\0");
+	bind_exec(&c, "P_0", '4');
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		if (!strcmp(want[i][0], "QUERY")) {
+			MSG(&s, 'C', "DEALLOCATE\0");
+			MSG(&s, 'Z', "I");
+		} else if (!strcmp(want[i][0], "EXECUTE")) {
+			exec_resp(&s);
+		} else {
+			MSG(&s, want[i][0][0] == 'P' ? '1' : '3', "");
+			MSG(&s, 'Z', "I");
+		}
+	}
+	{
+		const struct op ops[] = {REQB(c.b, c.n), RESPB(s.b, s.n)};
+
+		run_ops_content(pg(), ops, NOPS(ops), false, 0, &out);
+	}
+	assert_int_equal(out.n, sizeof(want) / sizeof(want[0]));
+	for (int i = 0; i < out.n; i++) {
+		assert_string_equal(out.t[i].method, want[i][0]);
+		assert_string_equal(out.t[i].target, want[i][1]);
+		assert_int_equal(out.t[i].flags, 0);
+	}
+	assert_string_equal(out.cj[2], ",\"sql\":{\"query\":\"SELECT abalance FROM a WHERE aid = "
+				       "$1\",\"statement\":\"P_0\",\"params\":[\"7\"],\"tag\":"
+				       "\"SELECT 0\"}");
+	assert_string_equal(out.cj[3], ",\"sql\":{\"query\":\"UPDATE a SET x = $1\",\"statement\":"
+				       "\"P_1\",\"params\":[\"8\"],\"tag\":\"SELECT 0\"}");
+	assert_string_equal(out.cj[8], ",\"sql\":{\"query\":\"SELECT 3 + $1\",\"params\":[\"2\"],"
+				       "\"tag\":\"SELECT 0\"}");
+	assert_string_equal(out.cj[12], ",\"sql\":{\"query\":null,\"statement\":\"P_0\",\"params\":"
+					"[\"4\"],\"tag\":\"SELECT 0\"}");
+}
+
 static void test_detect(void **state)
 {
 	static struct buf c;
@@ -391,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_hole_resync_next),
 		cmocka_unit_test(test_hole_swallows_replies),
 		cmocka_unit_test(test_flush_before_sync),
+		cmocka_unit_test(test_prepared_statements),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_garbage),
 	};

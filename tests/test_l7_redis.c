@@ -224,6 +224,58 @@ static void test_length_out_of_range(void **state)
 	assert_string_equal(out.t[0].detail, "protocol error: length 12a not a number");
 }
 
+/* Inline commands (redis-cli --pipe, a telnet session): found on any port. */
+static void test_inline_detect(void **state)
+{
+	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+	(void)state;
+	assert_true(reel_l7_detect((const uint8_t *)"SET k v\r\n", 9, REEL_L7_REQ, 0, 6) ==
+		    redis());
+	assert_true(reel_l7_detect((const uint8_t *)"PING\r\n", 6, REEL_L7_REQ, 40123, 6) ==
+		    redis());
+	assert_true(reel_l7_detect((const uint8_t *)"ping\n", 5, REEL_L7_REQ, 0, 6) == redis());
+	assert_true(reel_l7_detect((const uint8_t *)http, sizeof(http) - 1, REEL_L7_REQ, 0, 6) ==
+		    reel_l7_by_proto(REEL_PROTO_HTTP1));
+	/* not yet a whole line; not a command; not text */
+	assert_true(reel_l7_detect((const uint8_t *)"SET k v", 7, REEL_L7_REQ, 0, 6) != redis());
+	assert_true(reel_l7_detect((const uint8_t *)"howdy world\r\n", 13, REEL_L7_REQ, 0, 6) !=
+		    redis());
+	assert_true(reel_l7_detect((const uint8_t *)"SETX k\r\n", 8, REEL_L7_REQ, 0, 6) != redis());
+	assert_true(reel_l7_detect((const uint8_t *)"SET \x01\x02\r\n", 8, REEL_L7_REQ, 0, 6) !=
+		    redis());
+}
+
+/* Inline arguments split as Redis splits them: quotes and escapes. */
+static void test_inline_args(void **state)
+{
+	static const struct op ops[] = {
+		REQ("SET k \"a b\\x41\\n\" 'c\\'d'\r\n  get   k\n"),
+		RESP("+OK\r\n$5\r\na bA\n\r\n"),
+		REQ("ECHO \"open\r\n"),
+		RESP("-ERR Protocol error: unbalanced quotes in request\r\n"),
+	};
+	static struct collect out;
+
+	(void)state;
+	run_ops_content(redis(), ops, NOPS(ops), false, 0, &out);
+	assert_int_equal(out.n, 3);
+	assert_string_equal(out.t[0].method, "SET");
+	assert_string_equal(out.t[0].target, "k");
+	assert_int_equal(out.t[0].req_bytes, 26);
+	assert_string_equal(out.cj[0], ",\"redis\":{\"args\":[\"SET\",\"k\",\"a bA\\n\",\"c'd\"],"
+				       "\"reply\":{\"type\":\"simple\",\"value\":\"OK\"}}");
+	assert_string_equal(out.t[1].method, "GET");
+	assert_string_equal(out.cj[1], ",\"redis\":{\"args\":[\"get\",\"k\"],\"reply\":{\"type\":"
+				       "\"bulk\",\"value\":\"a bA\\n\"}}");
+	assert_string_equal(out.t[2].method, "ECHO");
+	assert_int_equal(out.t[2].flags, REEL_TXNF_ERROR);
+	assert_string_equal(out.cj[2],
+			    ",\"redis\":{\"args\":[\"ECHO\"],\"reply\":{\"type\":"
+			    "\"error\",\"value\":\"ERR Protocol error: unbalanced quotes "
+			    "in request\"}}");
+}
+
 static void test_garbage(void **state)
 {
 	static const struct op ops[] = {
@@ -290,6 +342,8 @@ int main(void)
 		cmocka_unit_test(test_hole_swallows_replies),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_length_out_of_range),
+		cmocka_unit_test(test_inline_detect),
+		cmocka_unit_test(test_inline_args),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_content),
 	};

@@ -562,6 +562,33 @@ static void test_verify_good(void **state)
 	zstd_test(tpath("good.reel"));
 }
 
+/* Records of CPU 4096 in a file whose header counts 2 CPUs: verify names
+ * the first 5 (block, record, CPU, count), counts them all, exits 1. */
+static void test_verify_cpu(void **state)
+{
+	REEL_OPTS(reel_writer_opts, wo, .threads = -1, .ncpu = 2, .abi_version = REEL_ABI_VERSION);
+	static const uint32_t cpus[] = {0, 1, REEL_CPU_NONE, 4096, 2, 4096, 4096, 4096, 4096, 1};
+	struct reel_writer *w = reel_writer__open(tpath("cpu.reel"), &wo);
+	struct run r;
+
+	(void)state;
+	assert_non_null(w);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(reel_writer__append(w, REEL_REC_NOTE, 0, cpus[i],
+						     BASE_TS + (uint64_t)i, "n", 1),
+				 0);
+	assert_int_equal(reel_writer__close(w), 0);
+	run_tool(&r, "verify", tpath("cpu.reel"), NULL);
+	expect_status(&r, 1);
+	expect_has(r.out, ": block 0, record 3 (NOTE): CPU 4096, but the header counts 2 CPUs\n");
+	expect_has(r.out, ": block 0, record 4 (NOTE): CPU 2, but the header counts 2 CPUs\n");
+	expect_has(r.out, ": block 0, record 7 (NOTE): CPU 4096, but the header counts 2 CPUs\n");
+	expect_has(r.out, ": 6 records in all of a CPU >= 2 (the header's count)\n");
+	expect_has(r.out, "footer index agrees");
+	assert_null(strstr(r.out, "record 8 (NOTE)"));
+	run_free(&r);
+}
+
 /* Copies good.reel cut in the middle of block k; returns the number of blocks. */
 static int make_truncated(const char *path, int k)
 {
@@ -1173,12 +1200,19 @@ static void test_outputs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_usage),	    cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_verify_good), cmocka_unit_test(test_verify_truncated),
-		cmocka_unit_test(test_recover),	    cmocka_unit_test(test_bitflip),
-		cmocka_unit_test(test_slice),	    cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_cat),	    cmocka_unit_test(test_info),
-		cmocka_unit_test(test_outputs),	    cmocka_unit_test(test_recompress),
+		cmocka_unit_test(test_usage),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_verify_good),
+		cmocka_unit_test(test_verify_cpu),
+		cmocka_unit_test(test_verify_truncated),
+		cmocka_unit_test(test_recover),
+		cmocka_unit_test(test_bitflip),
+		cmocka_unit_test(test_slice),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_cat),
+		cmocka_unit_test(test_info),
+		cmocka_unit_test(test_outputs),
+		cmocka_unit_test(test_recompress),
 	};
 
 	int failed;

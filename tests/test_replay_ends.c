@@ -97,6 +97,42 @@ static void test_both_ends_one_flow(void **state)
 	ts_free(&s);
 }
 
+/* Both ends traced, both cut by the snaplen in the response (30 of 40
+ * bytes missing at each end): the stream lacks 30 bytes, and the summary's
+ * totals say so once, as its rows count the connection once. */
+static void test_both_ends_holes_once(void **state)
+{
+	static struct tstream s;
+	REEL_OPTS(reel_pipeline_opts, o);
+	struct run r = {0};
+	const char *req = "GET /cut HTTP/1.1\r\nHost: b\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+
+	(void)state;
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41010, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41010, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, 10, 0, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, resp, rs, 10, 0, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 30, 800, 5, 1001, rq, rs);
+	ts_close(&s, 1, T0 + 31, 900, 7, 1002, rs, rq);
+	assert_int_equal(rs, 40);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	assert_non_null(
+		strstr(r.summary, "1 connections traced at both ends: counted once below\n"));
+	assert_non_null(strstr(r.summary, "; holes 1 (30 bytes missing)\n"));
+	assert_non_null(strstr(r.summary, "missing bytes by cause: past the snaplen 30\n"));
+	/* the row: 1 connection, 1 hole */
+	assert_non_null(strstr(r.summary, "http1   (all)                             1        1"));
+	assert_non_null(strstr(r.summary, "      1          1\n"));
+	/* the pipeline's own count is of every end's bytes */
+	assert_int_equal(r.st.hole_bytes, 60);
+	run_free(&r);
+	ts_free(&s);
+}
+
 /* Both ends traced, and the client closes before the server reads its
  * request: the client's parser saw the exchange, the server end defers to it
  * even though it reads after the client is gone (one transaction, not two). */
@@ -327,6 +363,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_both_ends_one_flow),
+		cmocka_unit_test(test_both_ends_holes_once),
 		cmocka_unit_test(test_both_ends_twin_gone),
 		cmocka_unit_test(test_both_ends_twin_chunks),
 		cmocka_unit_test(test_both_ends_tls),

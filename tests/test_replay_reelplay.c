@@ -21,6 +21,8 @@
 #include "reel_pipeline.h"
 #include "test_replay_common.h"
 
+#define REELTOOL REEL_BINARY_DIR "/tools/reeltool"
+
 /* ------------------------------------------------------------------ */
 /* reelplay end to end                                                 */
 
@@ -188,7 +190,7 @@ static void test_reelplay_cli(void **state)
 			 2);
 	assert_int_equal(sh("%s %s --from yesterday 2>/dev/null", REELPLAY, path_in_tmp("h.reel")),
 			 2);
-	assert_int_equal(sh("%s %s/missing.reel 2>/dev/null", REELPLAY, tmpdir), 1);
+	assert_int_equal(sh("%s %s/missing.reel 2>/dev/null", REELPLAY, tmpdir), 2);
 	/* the message names the protocol it refused (it once printed freed memory) */
 	assert_int_equal(sh("%s %s --proto http1,foo 2>%s", REELPLAY, path_in_tmp("h.reel"),
 			    path_in_tmp("proto.err")),
@@ -211,7 +213,7 @@ static void test_reelplay_cli(void **state)
 	assert_int_equal(symlink(path_in_tmp("victim"), path_in_tmp("link.json")), 0);
 	assert_int_equal(sh("%s %s --json %s 2>/dev/null", REELPLAY, path_in_tmp("h.reel"),
 			    path_in_tmp("link.json")),
-			 1);
+			 2);
 	assert_int_not_equal(access(path_in_tmp("victim"), F_OK), 0);
 	out = slurp(path_in_tmp("cli.json"));
 	assert_non_null(out);
@@ -316,31 +318,31 @@ static void test_reelplay_outputs(void **state)
 	free(err);
 
 	assert_int_equal(mkdir(path_in_tmp("o.dir"), 0700), 0);
-	assert_int_equal(play_err(&err, "-w o.dir"), 1);
+	assert_int_equal(play_err(&err, "-w o.dir"), 2);
 	assert_non_null(strstr(err, "reelplay: -w o.dir: is a directory"));
 	free(err);
-	assert_int_equal(play_err(&err, "--json o.dir"), 1);
+	assert_int_equal(play_err(&err, "--json o.dir"), 2);
 	assert_non_null(strstr(err, "reelplay: --json o.dir: is a directory"));
 	free(err);
-	assert_int_equal(play_err(&err, "--har o.dir"), 1);
+	assert_int_equal(play_err(&err, "--har o.dir"), 2);
 	assert_non_null(strstr(err, "reelplay: --har o.dir: is a directory"));
 	free(err);
-	assert_int_equal(play_err(&err, "--replay-to 127.0.0.1:9 --report o.dir"), 1);
+	assert_int_equal(play_err(&err, "--replay-to 127.0.0.1:9 --report o.dir"), 2);
 	assert_non_null(strstr(err, "reelplay: --report o.dir: is a directory"));
 	free(err);
-	assert_int_equal(play_err(&err, "--har o.reel"), 1);
+	assert_int_equal(play_err(&err, "--har o.reel"), 2);
 	assert_non_null(strstr(err, "is one of the inputs"));
 	free(err);
-	assert_int_equal(play_err(&err, "-w o.dir/none/x.pcapng"), 1);
+	assert_int_equal(play_err(&err, "-w o.dir/none/x.pcapng"), 2);
 	assert_non_null(strstr(err, "o.dir/none: No such file or directory"));
 	free(err);
-	assert_int_equal(play_err(&err, "-w o.reel"), 1);
+	assert_int_equal(play_err(&err, "-w o.reel"), 2);
 	assert_non_null(strstr(err, "is one of the inputs"));
 	free(err);
 	assert_int_equal(stat(path_in_tmp("o.reel"), &st), 0);
 	assert_int_equal((size_t)st.st_size, in_size);
 	assert_int_equal(symlink("o.file", path_in_tmp("o.link")), 0);
-	assert_int_equal(play_err(&err, "-w o.link"), 1);
+	assert_int_equal(play_err(&err, "-w o.link"), 2);
 	assert_non_null(strstr(err, "is a symbolic link"));
 	free(err);
 
@@ -356,6 +358,85 @@ static void test_reelplay_outputs(void **state)
 	assert_non_null(strstr(err, "bad filter expression"));
 	assert_non_null(strstr(err, "Try 'reelplay --help'."));
 	free(err);
+}
+
+/*
+ * "-" is standard output for --har too (as for -w, --json, --report), and
+ * stdout named twice is refused; an operand that is neither a file nor a
+ * filter is named as both; a write error names the output's option and
+ * file; exit statuses as reeltool's: 2 for an input that cannot be opened
+ * (reeltool says so too), 1 for damage found (verify, reelplay).
+ */
+static void test_reelplay_stdout_and_errors(void **state)
+{
+	static struct tstream s;
+	char *err, *a, *b;
+	size_t la, lb;
+
+	(void)state;
+	build_http_lossy(&s);
+	write_reel(path_in_tmp("o.reel"), &s);
+	ts_free(&s);
+	unlink(path_in_tmp("-"));
+	assert_int_equal(play_err(&err, "--har o.har"), 0);
+	free(err);
+	assert_int_equal(play_err(&err, "--har - >o.harout"), 0);
+	free(err);
+	assert_int_not_equal(access(path_in_tmp("-"), F_OK), 0); /* no file "-" */
+	a = slurp(path_in_tmp("o.har"));
+	b = slurp(path_in_tmp("o.harout"));
+	assert_non_null(a);
+	assert_non_null(b);
+	la = strlen(a);
+	lb = strlen(b);
+	assert_true(la > 200);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	assert_non_null(strstr(b, "\"entries\":[{"));
+	free(a);
+	free(b);
+	assert_int_equal(play_err(&err, "--har - --json -"), 2);
+	assert_non_null(strstr(err, "reelplay: --json - and --har - both want standard output"));
+	free(err);
+	assert_int_equal(play_err(&err, "--har - --print"), 2);
+	assert_non_null(strstr(err, "reelplay: --har - and --print both want standard output"));
+	free(err);
+
+	assert_int_equal(play_err(&err, "nofile2"), 2);
+	assert_non_null(strstr(err, "reelplay: nofile2: no such file (or a bad filter "
+				    "expression: can't parse filter expression: syntax error)\n"
+				    "Try 'reelplay --help'.\n"));
+	assert_null(strstr(err, "reel: bad filter"));
+	free(err);
+	assert_int_equal(play_err(&err, "'tcp port foo'"), 2); /* plainly an expression */
+	assert_non_null(strstr(err, "bad filter expression 'tcp port foo': unknown port 'foo'"));
+	free(err);
+	assert_int_equal(play_err(&err, "tcp port 8080 >/dev/null"), 0);
+	free(err);
+
+	assert_int_equal(play_err(&err, "-w /dev/full"), 1);
+	assert_non_null(
+		strstr(err, "reelplay: -w /dev/full: cannot write: No space left on device\n"));
+	free(err);
+	assert_int_equal(play_err(&err, "--json /dev/full"), 1);
+	assert_non_null(
+		strstr(err, "reelplay: --json /dev/full: cannot write: No space left on device\n"));
+	free(err);
+	assert_int_equal(play_err(&err, "--har /dev/full"), 1);
+	assert_non_null(
+		strstr(err, "reelplay: --har /dev/full: cannot write: No space left on device\n"));
+	free(err);
+
+	assert_int_equal(sh("cd %s && %s none.reel 2>o.err", tmpdir, REELPLAY), 2);
+	err = slurp(path_in_tmp("o.err"));
+	assert_string_equal(err, "reelplay: none.reel: cannot open: No such file or directory\n");
+	free(err);
+	assert_int_equal(sh("cd %s && %s info none.reel 2>/dev/null", tmpdir, REELTOOL), 2);
+	assert_int_equal(sh("cd %s && %s verify none.reel 2>/dev/null", tmpdir, REELTOOL), 2);
+	/* a file that is not a capture: cannot be opened as one, for both */
+	assert_int_equal(
+		sh("cd %s && echo nothing >o.txt && %s o.txt 2>/dev/null", tmpdir, REELPLAY), 2);
+	assert_int_equal(sh("cd %s && %s verify o.txt 2>/dev/null", tmpdir, REELTOOL), 2);
 }
 
 static void test_reelplay_damaged(void **state)
@@ -394,6 +475,8 @@ static void test_reelplay_damaged(void **state)
 	/* the rest was replayed: the connection is there, with holes */
 	assert_non_null(strstr(out, "\"type\":\"conn\""));
 	free(out);
+	/* damage found: 1 from reeltool verify as from reelplay */
+	assert_int_equal(sh("%s verify %s >/dev/null 2>&1", REELTOOL, path_in_tmp("dmg.reel")), 1);
 }
 
 int main(void)
@@ -402,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_pcapng_csum_later),
 		cmocka_unit_test(test_reelplay_cli),
 		cmocka_unit_test(test_reelplay_outputs),
+		cmocka_unit_test(test_reelplay_stdout_and_errors),
 		cmocka_unit_test(test_reelplay_damaged),
 	};
 

@@ -147,13 +147,63 @@ static void test_redis(void **state)
 	reply(&b, rb);
 	assert_int_equal(cmp(NULL, &a, &b, &r), 1);
 	assert_string_equal(r.d[0].where, "reply[1]");
-	assert_string_equal(r.d[0].a, "$\"b\"");
-	assert_string_equal(r.d[0].b, "$\"B\"");
+	assert_string_equal(r.d[0].a, "\"b\"");
+	assert_string_equal(r.d[0].b, "\"B\"");
 	reply(&a, rc);
 	reply(&b, rd);
 	assert_int_equal(cmp(NULL, &a, &b, &r), 1);
 	assert_string_equal(r.d[0].where, "reply");
-	assert_string_equal(r.d[0].a, "+\"OK\"");
+	assert_string_equal(r.d[0].a, "simple \"OK\"");
+	assert_string_equal(r.d[0].b, "error \"ERR\"");
+}
+
+/* Arrays of different sizes (3 and 5 items, one an array): the sizes, then element by element. */
+static void test_redis_arrays(void **state)
+{
+	static const char *const r3[] = {"* 0 3 ", "$ 1 0 a", "$ 1 0 b", "$ 1 0 c", NULL};
+	static const char *const r6[] = {"* 0 5 ",  "$ 1 0 a", "$ 1 0 x", "$ 1 0 c", "* 1 2 ",
+					 "$ 2 0 d", ": 2 0 5", "$ 1 0 f", NULL};
+	static const char *const n2[] = {"* 0 2 ", "* 1 2 ", ": 2 0 1", ": 2 0 2", ": 1 0 9", NULL};
+	static const char *const n3[] = {"* 0 2 ",  "* 1 3 ",  ": 2 0 1", ": 2 0 3",
+					 ": 2 0 4", "$ 1 0 9", NULL};
+	static const char *const want6[][3] = {
+		{"reply", "3 items", "5 items"},
+		{"reply[1]", "\"b\"", "\"x\""},
+		{"reply[3]", "", "2 items"},
+		{"reply[4]", "", "\"f\""},
+	};
+	static const char *const wantn[][3] = {
+		{"reply[0]", "2 items", "3 items"},
+		{"reply[0][1]", "2", "3"},
+		{"reply[0][2]", "", "4"},
+		{"reply[1]", "integer 9", "bulk \"9\""},
+	};
+	struct side a, b;
+	static struct reel_cmp r;
+
+	(void)state;
+	reply(&a, r3);
+	reply(&b, r6);
+	assert_int_equal(cmp(NULL, &a, &b, &r), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(r.d[i].where, want6[i][0]);
+		assert_string_equal(r.d[i].a, want6[i][1]);
+		assert_string_equal(r.d[i].b, want6[i][2]);
+	}
+	reply(&a, r6);
+	reply(&b, r3);
+	assert_int_equal(cmp(NULL, &a, &b, &r), 4);
+	assert_string_equal(r.d[2].where, "reply[3]");
+	assert_string_equal(r.d[2].a, "2 items");
+	assert_string_equal(r.d[2].b, "");
+	reply(&a, n2);
+	reply(&b, n3);
+	assert_int_equal(cmp(NULL, &a, &b, &r), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(r.d[i].where, wantn[i][0]);
+		assert_string_equal(r.d[i].a, wantn[i][1]);
+		assert_string_equal(r.d[i].b, wantn[i][2]);
+	}
 }
 
 /* An HTTP/1 body of `n` bytes of `ch` kept up to `cap` (0: all). */
@@ -205,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_ignores_and_bytes),
 		cmocka_unit_test(test_redis),
 		cmocka_unit_test(test_cut_values),
+		cmocka_unit_test(test_redis_arrays),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

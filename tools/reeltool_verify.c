@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * reeltool verify: reads every block of a file by scanning (the footer index
- * is ignored), reports each damaged block, then checks that the footer index,
- * when the file has one, describes exactly the blocks the scan found.
+ * is ignored), reports each damaged block and each record of a CPU the
+ * header does not count, then checks that the footer index, when the file has
+ * one, describes exactly the blocks the scan found.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -18,8 +19,8 @@ static const char verify_usage[] =
 	"Decompresses every block of each FILE by scanning (the footer index is not "
 	"trusted),\n"
 	"checks zstd checksums and record structure, prints each damaged block (number,\n"
-	"offset, reason), then checks that the footer index (if any) agrees with the "
-	"scan.\n"
+	"offset, reason) and records of a CPU beyond the header's CPU count, then checks\n"
+	"that the footer index (if any) agrees with the scan.\n"
 	"A file without footer (capture still running or killed) is fine as long as it\n"
 	"ends on a block boundary.\n"
 	"\n"
@@ -42,6 +43,7 @@ struct vctx {
 	const char *path;
 	bool quiet;
 	uint64_t problems;
+	uint64_t cpu_problems; /* of them, about CPUs (the scan itself is sound) */
 };
 
 static void report(struct vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -144,6 +146,24 @@ static void check_index(struct vctx *v, struct reel_reader *ir, const struct ree
 	}
 }
 
+#define CPU_REPORTS 5 /* records of a CPU the header does not count, each named */
+
+/* A kernel record of a CPU the header does not count (a crafted or damaged
+ * file: no ring has that number). */
+static void check_cpu(struct vctx *v, const struct reel_header *h, const struct reel_record *rec,
+		      uint64_t records, uint64_t *bad)
+{
+	const char *name = reel_rec_type_name(rec->type);
+
+	if (!h->ncpu || rec->cpu == REEL_CPU_NONE || rec->cpu < h->ncpu)
+		return;
+	if ((*bad)++ >= CPU_REPORTS)
+		return;
+	report(v, "block %u, record %" PRIu64 " (%s): CPU %u, but the header counts %u CPUs",
+	       rec->block, records, name ? name : "unknown type", rec->cpu, h->ncpu);
+	v->cpu_problems++;
+}
+
 static int verify_one(const char *path, bool quiet)
 {
 	struct vctx v = {.path = path, .quiet = quiet};
@@ -152,7 +172,7 @@ static int verify_one(const char *path, bool quiet)
 	struct seen_block *seen = NULL;
 	struct reel_reader_stats st;
 	size_t nseen = 0, cap = 0;
-	uint64_t records = 0, damaged = 0;
+	uint64_t records = 0, damaged = 0, bad_cpu = 0;
 	struct reel_record rec;
 	int ret, nscan, status;
 
@@ -167,6 +187,7 @@ static int verify_one(const char *path, bool quiet)
 			report(&v, "damaged: %s", tool_read_errmsg(r, ret));
 			continue;
 		}
+		check_cpu(&v, reel_reader__header(r), &rec, records, &bad_cpu);
 		records++;
 		if (grow(&seen, &cap, rec.block)) {
 			tool_err("%s: out of memory", path);
@@ -184,6 +205,11 @@ static int verify_one(const char *path, bool quiet)
 		s->records++;
 		s->types[rec.type < REEL_INDEX_TYPES ? rec.type : 0]++;
 	}
+	if (bad_cpu > CPU_REPORTS) {
+		report(&v, "%" PRIu64 " records in all of a CPU >= %u (the header's count)",
+		       bad_cpu, reel_reader__header(r)->ncpu);
+		v.cpu_problems++;
+	}
 	reel_reader__stats(r, &st);
 	if (st.trailing_bytes && !damaged)
 		report(&v, "%" PRIu64 " trailing bytes after the last complete frame",
@@ -191,7 +217,7 @@ static int verify_one(const char *path, bool quiet)
 	nscan = reel_reader__blocks(r, &sb);
 	if (nscan < 0) {
 		report(&v, "block scan failed: %s", tool_read_errmsg(r, nscan));
-	} else if (!v.problems) {
+	} else if (v.problems == v.cpu_problems) {
 		/* Only a clean scan can be compared block by block with the index. */
 		ir = tool_open(path, false);
 		if (!ir) {

@@ -17,7 +17,9 @@
 
 struct reel_har;
 
-/* Creates path (truncating it). NULL with errno (ELOOP for a symbolic link). */
+/* Creates path (truncating it; "-": standard output). NULL with errno (ELOOP
+ * for a symbolic link); a write error, even of the head, is
+ * reel_har__close's. */
 struct reel_har *reel_har__open(const char *path, const char *creator_version);
 
 /* The sink to give the pipeline (reel_pipeline_opts.txn_sinks): it adds an

@@ -124,6 +124,17 @@ struct reel_pipeline_stats {
 };
 void reel_pipeline__stats(const struct reel_pipeline *p, struct reel_pipeline_stats *st);
 
+/* The output whose write error push/tick/finish returned (so the caller
+ * can name its file). */
+enum reel_pipeline_output {
+	REEL_OUT_NONE,
+	REEL_OUT_PACKETS, /* pcapng_path or pcap_path */
+	REEL_OUT_JSON,
+	REEL_OUT_PRINT,
+	REEL_OUT_SUMMARY,
+};
+enum reel_pipeline_output reel_pipeline__err_output(const struct reel_pipeline *p);
+
 void reel_pipeline__free(struct reel_pipeline *p);
 
 #ifdef __cplusplus

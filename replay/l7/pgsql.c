@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "l7_internal.h"
+#include "pgsql_stmt.h"
 
 #define PG_KEEP	       4096
 #define PG_STARTUP_MAX 10000
@@ -62,6 +63,8 @@ struct pg_conn {
 	uint64_t build_seq; /* queue entry of the extended-protocol batch being read */
 	bool building;
 	bool has_execute, has_parse;
+	bool has_query; /* the batch has its SQL text (a Parse's, or a Bind's statement's) */
+	struct pg_stmts stmts;
 	bool answer_pending; /* an SSL/GSSENC request waits for its byte */
 	struct pg_pending orphan;
 	bool orphan_used;
@@ -265,7 +268,7 @@ static struct pg_pending *begin_build(struct pg_conn *c, uint64_t pos)
 	push(c, &e);
 	c->build_seq = c->tail - 1;
 	c->building = true;
-	c->has_execute = c->has_parse = false;
+	c->has_execute = c->has_parse = c->has_query = false;
 	return build_get(c);
 }
 
@@ -410,6 +413,28 @@ static void content_error(struct reel_content *ct, const uint8_t *p, size_t n)
 	reel_content_add(ct, REEL_CI_SQL_ERROR, 0, code, cl, m, ml, 0, 0);
 }
 
+/*
+ * A Bind of statement name[0, nl) in a batch without SQL text yet: the text
+ * its Parse gave it (in this batch or an earlier one), else its name.
+ */
+static void bind_statement(struct pg_conn *c, struct pg_pending *b, const uint8_t *name, size_t nl)
+{
+	const struct pg_stmt *st = pg_stmt_get(&c->stmts, name, nl);
+
+	if (!st) {
+		if (!b->t.target[0]) {
+			reel_l7_copy_text(b->t.target, sizeof(b->t.target), "prepared ", 9);
+			reel_l7_append_text(b->t.target, sizeof(b->t.target), name, nl);
+		}
+		return;
+	}
+	reel_l7_copy_text(b->t.target, sizeof(b->t.target), st->sql, st->len);
+	if (c->content)
+		reel_content_add_part(ct_of(c, b), REEL_CI_SQL_QUERY, 0, NULL, 0, st->sql, st->len,
+				      st->size, 0, 0);
+	c->has_query = true;
+}
+
 /* A request message: `body` holds its first `kept` bytes of `blen`. */
 static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t kept, uint64_t pos,
 		    uint64_t end, uint32_t flags)
@@ -427,6 +452,7 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		if (c->content)
 			content_str(ct_of(c, &c->q[(c->tail - 1) % PG_QUEUE]), REEL_CI_SQL_QUERY,
 				    body, kept, c->blen);
+		pg_stmt_query(&c->stmts, body, l);
 		return;
 	case 'F':
 		new_pending(c, &e, "FUNCTION", pos);
@@ -439,10 +465,16 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		b = begin_build(c, pos);
 		b->t.flags |= flags;
 		l = cstr(body, kept);
-		if (l < kept && !c->has_parse) {
+		if (l < kept) {
 			size_t ql = cstr(body + l + 1, kept - l - 1);
 
-			reel_l7_copy_text(b->t.target, sizeof(b->t.target), body + l + 1, ql);
+			if (!c->has_query)
+				reel_l7_copy_text(b->t.target, sizeof(b->t.target), body + l + 1,
+						  ql);
+			/* cut: its size is at most the rest of the body but a NUL */
+			pg_stmt_put(&c->stmts, body, l, body + l + 1, ql,
+				    ql < kept - l - 1 ? ql : c->blen - l - 2);
+			c->has_query = true;
 		}
 		if (c->content && l < kept) {
 			if (l)
@@ -457,20 +489,21 @@ static void req_msg(struct pg_conn *c, uint8_t type, const uint8_t *body, size_t
 		b = begin_build(c, pos);
 		b->t.flags |= flags;
 		l = cstr(body, kept);
-		if (!c->has_parse && !b->t.target[0] && l < kept) {
-			size_t sl = cstr(body + l + 1, kept - l - 1);
-
-			reel_l7_copy_text(b->t.target, sizeof(b->t.target), "prepared ", 9);
-			reel_l7_append_text(b->t.target, sizeof(b->t.target), body + l + 1, sl);
-		}
+		if (!c->has_query && l < kept)
+			bind_statement(c, b, body + l + 1, cstr(body + l + 1, kept - l - 1));
 		if (c->content)
 			content_bind(ct_of(c, b), body, kept);
+		return;
+	case 'C': /* Close: 'S' statement or 'P' portal, name */
+		if (kept >= 1 && body[0] == 'S')
+			pg_stmt_drop(&c->stmts, body + 1, cstr(body + 1, kept - 1));
+		b = begin_build(c, pos);
+		b->t.flags |= flags;
 		return;
 	case 'E':
 		c->has_execute = true;
 		/* fallthrough */
 	case 'D':
-	case 'C':
 	case 'H':
 		b = begin_build(c, pos);
 		b->t.flags |= flags;
@@ -840,6 +873,8 @@ static void pg_free(void *st)
 
 	for (int i = 0; c && c->content && i <= PG_QUEUE; i++)
 		reel_content_free(&c->qct[i]);
+	if (c)
+		pg_stmt_drop_all(&c->stmts);
 	reel_l7_conn_free(c);
 }
 

@@ -369,35 +369,91 @@ static void summarise(struct redis_dir *d, uint8_t type, const uint8_t *body, si
 static size_t protocol_error(struct redis_conn *c, int dir);
 static size_t bad_length(struct redis_conn *c, int dir, const uint8_t *p, size_t l);
 
-/* Inline command: words separated by blanks. */
+static int hexval(uint8_t h)
+{
+	if (h >= '0' && h <= '9')
+		return h - '0';
+	h |= 0x20;
+	return h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+}
+
+/* The byte \c stands for in a double-quoted inline argument. */
+static uint8_t unescape(uint8_t c)
+{
+	switch (c) {
+	case 'n':
+		return '\n';
+	case 'r':
+		return '\r';
+	case 't':
+		return '\t';
+	case 'b':
+		return '\b';
+	case 'a':
+		return '\a';
+	}
+	return c;
+}
+
+/*
+ * The next argument of an inline command p[*i, n) as Redis splits one
+ * (sdssplitargs): blanks between; "..." with the escapes \xHH \n \r \t \b
+ * \a (\c: c), '...' with \'; a closing quote must be followed by a blank.
+ * Decoded into out (n - *i bytes at most); its length, or -1: none left or
+ * unbalanced quotes (Redis refuses the line).
+ */
+static long inline_arg(const uint8_t *p, size_t n, size_t *i, uint8_t *out)
+{
+	size_t k = *i, o = 0;
+	uint8_t q;
+
+	while (k < n && (p[k] == ' ' || p[k] == '\t'))
+		k++;
+	if (k == n)
+		return -1;
+	q = p[k] == '"' || p[k] == '\'' ? p[k++] : 0;
+	for (; k < n; k++) {
+		if (!q && (p[k] == ' ' || p[k] == '\t'))
+			break;
+		if (q && p[k] == q) {
+			if (k + 1 < n && p[k + 1] != ' ' && p[k + 1] != '\t')
+				return -1;
+			*i = k + 1;
+			return (long)o;
+		}
+		if (q == '"' && p[k] == '\\' && k + 3 < n && p[k + 1] == 'x' &&
+		    hexval(p[k + 2]) >= 0 && hexval(p[k + 3]) >= 0) {
+			out[o++] = (uint8_t)(hexval(p[k + 2]) << 4 | hexval(p[k + 3]));
+			k += 3;
+		} else if (q == '"' && p[k] == '\\' && k + 1 < n) {
+			out[o++] = unescape(p[++k]);
+		} else if (q == '\'' && p[k] == '\\' && k + 1 < n && p[k + 1] == '\'') {
+			out[o++] = p[++k];
+		} else {
+			out[o++] = p[k];
+		}
+	}
+	*i = k;
+	return q ? -1 : (long)o; /* an open quote at the end of the line */
+}
+
+/* Inline command (redis-cli --pipe, a telnet session): a line of arguments. */
 static void inline_command(struct redis_conn *c, int dir, const uint8_t *p, size_t body,
 			   uint64_t end_pos)
 {
 	struct redis_dir *d = &c->d[dir];
+	uint8_t *arg = malloc(body ? body : 1);
 	size_t i = 0;
+	long l;
 
-	for (int slot = 0; slot < 2; slot++) {
-		size_t s;
-
-		while (i < body && (p[i] == ' ' || p[i] == '\t'))
-			i++;
-		s = i;
-		while (i < body && p[i] != ' ' && p[i] != '\t')
-			i++;
-		reel_l7_copy_text(d->cap[slot], sizeof(d->cap[slot]), p + s, i - s);
+	for (int k = 0; arg && (l = inline_arg(p, body, &i, arg)) >= 0; k++) {
+		if (k < 2)
+			reel_l7_copy_text(d->cap[k], sizeof(d->cap[k]), arg, (size_t)l);
+		if (c->content)
+			reel_content_add(&c->mct[dir], REEL_CI_REDIS_ARG, 0, NULL, 0, arg,
+					 (size_t)l, 0, 0);
 	}
-	for (i = 0; c->content && i < body;) {
-		size_t s;
-
-		while (i < body && (p[i] == ' ' || p[i] == '\t'))
-			i++;
-		s = i;
-		while (i < body && p[i] != ' ' && p[i] != '\t')
-			i++;
-		if (i > s)
-			reel_content_add(&c->mct[dir], REEL_CI_REDIS_ARG, 0, NULL, 0, p + s, i - s,
-					 0, 0);
-	}
+	free(arg);
 	msg_done(c, dir, end_pos);
 }
 
@@ -699,11 +755,53 @@ static void redis_close(void *st, uint64_t ts, const struct reel_l7_emit *emit_c
 	}
 }
 
+/* Commands a client sends inline (redis-cli --pipe, a telnet session). */
+static const char *const inline_cmds[] = {
+	"PING",	    "ECHO",	 "AUTH",     "HELLO",	 "QUIT",    "SELECT",	"INFO",
+	"SET",	    "GET",	 "DEL",	     "EXISTS",	 "EXPIRE",  "TTL",	"INCR",
+	"INCRBY",   "DECR",	 "DECRBY",   "APPEND",	 "MGET",    "MSET",	"SETEX",
+	"SETNX",    "GETSET",	 "GETDEL",   "STRLEN",	 "KEYS",    "SCAN",	"RENAME",
+	"HSET",	    "HGET",	 "HDEL",     "HGETALL",	 "HMSET",   "HMGET",	"HINCRBY",
+	"HKEYS",    "HVALS",	 "HLEN",     "LPUSH",	 "RPUSH",   "LPOP",	"RPOP",
+	"LRANGE",   "LLEN",	 "LINDEX",   "SADD",	 "SREM",    "SMEMBERS", "SISMEMBER",
+	"SCARD",    "ZADD",	 "ZREM",     "ZRANGE",	 "ZSCORE",  "ZCARD",	"ZINCRBY",
+	"PUBLISH",  "SUBSCRIBE", "MULTI",    "EXEC",	 "DISCARD", "WATCH",	"FLUSHDB",
+	"FLUSHALL", "DBSIZE",	 "CLIENT",   "CONFIG",	 "COMMAND", "EVAL",	"EVALSHA",
+	"XADD",	    "XRANGE",	 "XREAD",    "XLEN",	 "PERSIST", "PEXPIRE",	"PTTL",
+	"MONITOR",  "UNLINK",	 "SETRANGE", "GETRANGE", "BLPOP",   "BRPOP",	"PSUBSCRIBE",
+};
+
+/*
+ * An inline command: a line whose first word is a Redis command and the
+ * rest printable. 60 for a line ended by CR LF, 50 by LF alone (Redis takes
+ * both), 30 while the line may still be one, else 0.
+ */
+static int inline_score(const uint8_t *p, size_t n)
+{
+	size_t w = 0, i;
+	bool known = false;
+
+	while (w < n && w < 16 && ((p[w] | 0x20) >= 'a' && (p[w] | 0x20) <= 'z'))
+		w++;
+	for (size_t k = 0; w && k < sizeof(inline_cmds) / sizeof(inline_cmds[0]); k++)
+		known |= strlen(inline_cmds[k]) == w && l7_span_ieq(p, w, inline_cmds[k]);
+	if (!known)
+		return 0;
+	for (i = w; i < n && p[i] != '\n'; i++)
+		if ((p[i] < 0x20 || p[i] >= 0x7f) && p[i] != '\t' && p[i] != '\r')
+			return 0;
+	if (w < n && p[w] != ' ' && p[w] != '\t' && p[w] != '\r' && p[w] != '\n')
+		return 0;
+	if (i == n)
+		return i < REDIS_LINE_MAX ? 30 : 0;
+	return i > 0 && p[i - 1] == '\r' ? 60 : 50;
+}
+
 static int redis_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, uint16_t port,
 			int l4)
 {
-	static const char *const inl[] = {"PING", "INFO", "AUTH ", "HELLO", "QUIT", "SELECT "};
 	int bonus = (port == 6379 || port == 6380 || port == 26379) ? 20 : 0;
+	int inl;
 
 	if (l4 == 17 || !data || !len)
 		return 0;
@@ -715,11 +813,8 @@ static int redis_detect(const uint8_t *data, size_t len, enum reel_l7_dir dir, u
 		return (len >= 2 && data[0] == '*' && data[1] >= '1' && data[1] <= '9' ? 40 : 10) +
 		       bonus;
 	}
-	if (dir == REEL_L7_REQ)
-		for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
-			if (l7_span_ieq(data, len, inl[i]))
-				return 30 + bonus;
-	return 0;
+	inl = dir == REEL_L7_REQ ? inline_score(data, len) : 0;
+	return inl ? inl + bonus : 0;
 }
 
 /* where tshark 4 decodes it without -d */

@@ -305,6 +305,14 @@ static void dedup_files(const char *tmp, const uint8_t *hdr, size_t hlen)
 		n += put_raw(raw + n, REEL_REC_REF, 10, &ref, 20); /* short */
 		n += put_raw(raw + n, REEL_REC_NOTE, 11, "end", 3);
 		put("dedup_odd.reel", out, craft(out, sizeof(out), hdr, hlen, raw, n));
+		/* dedup_self.reel: LEVEL, the NOTE, a REF (record 2) to record 2
+		 * of its own block, a NOTE "end" */
+		ref.index = 2;
+		n = put_raw(raw, REEL_REC_LEVEL, 1, lv, 8);
+		n += put_raw(raw + n, REEL_REC_NOTE, 1, note, 100);
+		n += put_raw(raw + n, REEL_REC_REF, 2, &ref, sizeof(ref));
+		n += put_raw(raw + n, REEL_REC_NOTE, 3, "end", 3);
+		put("dedup_self.reel", out, craft(out, sizeof(out), hdr, hlen, raw, n));
 	}
 }
 

@@ -205,6 +205,22 @@ def part_redis_content():
                                                            {"type": "bulk", "value": "bb"},
                                                            {"type": "bulk", "value": "c c"}]},
           "redis: replies with type and value as redis-cli printed them (%s)" % out.split())
+    # inline commands: redis-cli --pipe sends stdin as it is (then an ECHO of
+    # its own), a raw socket a PING
+    ping = ("import socket; s = socket.create_connection(('127.0.0.1', %d)); "
+            "s.sendall(b'PING\\r\\n'); print(s.recv(64))" % port)
+    rec, out, _ = capture("redis_inline", port,
+                          "printf 'SET reel:inline \"v 1\"\\r\\nGET reel:inline\\r\\n' | "
+                          "redis-cli -p %d --pipe; %s -c \"%s\"" % (port, sys.executable, ping))
+    rt = [(t["proto"], t["method"], t["target"], t.get("redis", {}).get("args"),
+           t.get("redis", {}).get("reply")) for t in jsonl(rec)]
+    check(len(rt) == 4 and rt[0] == ("redis", "SET", "reel:inline", ["SET", "reel:inline", "v 1"],
+                                     {"type": "simple", "value": "OK"}) and
+          rt[1] == ("redis", "GET", "reel:inline", ["GET", "reel:inline"],
+                    {"type": "bulk", "value": "v 1"}) and rt[2][:2] == ("redis", "ECHO") and
+          rt[3] == ("redis", "PING", "", ["PING"], {"type": "simple", "value": "PONG"}),
+          "redis inline: SET and GET from redis-cli --pipe, its ECHO, a raw PING (%s; %s)" %
+          (rt, out.split()))
 
 
 def part_pg_content():
@@ -230,6 +246,8 @@ def part_pg_content():
            "SELECT id, name FROM reel_t ORDER BY id;")
     shell = ("psql -h 127.0.0.1 -p {p} -U postgres -X -q -c \"{s}\" postgres >/dev/null; "
              "pgbench -h 127.0.0.1 -p {p} -U postgres -n -M extended -t 1 -f {f} postgres "
+             ">/dev/null; "
+             "pgbench -h 127.0.0.1 -p {p} -U postgres -n -M prepared -t 3 -f {f} postgres "
              ">/dev/null").format(p=port, s=sql, f=script)
     rec, _, _ = capture("pgsql_content", port, shell)
     txns = [t for t in jsonl(rec) if t["proto"] == "pgsql" and "sql" in t]
@@ -243,7 +261,7 @@ def part_pg_content():
         check(s.get("columns") == ["id", "name"] and s.get("rows") == [["1", "apple"],
                                                                       ["2", None]],
               "psql: columns and rows (NULL as null): %s %s" % (s.get("columns"), s.get("rows")))
-    b = [t for t in txns if "$1" in str(t["sql"].get("query"))]
+    b = [t for t in txns if "$1" in str(t["sql"].get("query")) and "statement" not in t["sql"]]
     check(len(b) == 1, "pgbench -M extended: the Parse query text ($1)")
     if b:
         s = b[0]["sql"]
@@ -256,6 +274,16 @@ def part_pg_content():
               s.get("rows") == [["42", "21", "bound-text"]] and s.get("tag") == "SELECT 1",
               "pgbench: bind parameters 41 and 7, columns, first row [42, 21, bound-text], "
               "tag: %s" % s)
+    # -M prepared: one Parse of P_0, then 3 batches that Bind P_0 only; each
+    # shows the Parse's text (what pgbench made of the script's line)
+    text = "SELECT $1::int + 1 AS answer, $2::int * 3 AS thrice, 'bound-text' AS label;"
+    p = [(t["method"], t["target"], t["sql"].get("query"), t["sql"].get("statement"),
+          t["sql"].get("params")) for t in txns if t["sql"].get("statement") == "P_0"]
+    check(p == [("PARSE", text, text, "P_0", None)] +
+          [("EXECUTE", text, text, "P_0", ["41", "7"])] * 3,
+          "pgbench -M prepared: the Parse of P_0 and 3 EXECUTEs of P_0, each with its "
+          "text: %s" % p)
+    TALLY["sql_texts"] += len(p)
 
 
 # ---- HAR ----------------------------------------------------------------------
@@ -304,7 +332,7 @@ def part_har():
     os.symlink(os.path.join(WORK, "elsewhere"), os.path.join(WORK, "link.har"))
     r = subprocess.run([REELPLAY, rec, "--har", os.path.join(WORK, "link.har")],
                        capture_output=True, text=True)
-    check(r.returncode == 1 and not os.path.exists(os.path.join(WORK, "elsewhere")),
+    check(r.returncode == 2 and not os.path.exists(os.path.join(WORK, "elsewhere")),
           "--har refuses a symlink: %s" % r.stderr.strip())
     # HTTP/2: node's http2 client and server (h2c prior knowledge)
     p2 = free_port()
@@ -338,6 +366,9 @@ BAD_ANSWERS = {
     "cut": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc",
     "hugehead": b"HTTP/1.1 200 OK\r\nX: " + b"a" * 200000 + b"\r\n\r\n",
     "resp-garbage": b"$99999999999\r\n*-5\r\nzz\r\n",
+    # 200000 bytes that begin no response, the connection kept open
+    "garbage-open": b"\x00\xff\xfe not a response \r\n" * 8000,
+    "resp-garbage-open": b"hello there\r\n" * 16000,
 }
 
 
@@ -355,6 +386,12 @@ def bad_target(mode):
             if mode == "reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
             elif mode == "silent":
+                time.sleep(3)
+            elif mode.endswith("-open"):
+                try:
+                    conn.sendall(BAD_ANSWERS[mode])
+                except OSError:
+                    pass  # the client gave up on it: what it is meant to do
                 time.sleep(3)
             else:
                 # sent whole, then a FIN; the socket closes once the client has
@@ -430,7 +467,10 @@ def part_replay():
     # targets that answer badly: an error per request with what explains it,
     # exit 1, never a crash
     for mode, want in (("reset", "Connection reset by peer"),
-                       ("garbage", "without a complete http1 response"),
+                       ("garbage", "the response is unparsable at byte 0: not an HTTP/1 "
+                                   "status line (\"... not a response ..."),
+                       ("garbage-open", "the response is unparsable at byte 0: not an "
+                                        "HTTP/1 status line"),
                        ("cut", "in the middle of the response"),
                        ("hugehead", "does not parse as HTTP/1 (header block >"),
                        ("silent", "no complete response within 1.0 s")):
@@ -448,29 +488,54 @@ def part_replay():
                "--appendonly", "no", "--dir", d], p)
         subprocess.run(["redis-cli", "-p", str(p), "set", "reel:key", "hello-reel"],
                        capture_output=True, check=True)
+        subprocess.run(["redis-cli", "-p", str(p), "rpush", "reel:list", "a", "b", "c"],
+                       capture_output=True, check=True)
     # argument mode: redis-cli's stdin mode first sends COMMAND DOCS, whose
     # reply order differs between two server instances
     rec, _, _ = capture("replay_redis", ra, ("redis-cli -p {p} get reel:key; redis-cli -p {p} "
                                             "incrby reel:n 0; redis-cli -p {p} get reel:key; "
-                                            "redis-cli -p {p} ping").format(p=ra))
+                                            "redis-cli -p {p} ping; "
+                                            "redis-cli -p {p} lrange reel:list 0 -1").format(p=ra))
     r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % rb, "--baseline",
                      "127.0.0.1:%d" % ra)
     check(r.returncode == 0 and s.get("different") == 0 and s.get("errors") == 0 and
           s.get("same", 0) >= 4, "redis, same data: 0 different, exit 0 (%s)" % s)
     subprocess.run(["redis-cli", "-p", str(rb), "set", "reel:key", "changed-value"],
                    capture_output=True, check=True)
+    # the list: 3 items recorded, 6 live, the second changed
+    subprocess.run(["redis-cli", "-p", str(rb), "rpush", "reel:list", "d", "e", "f"],
+                   capture_output=True, check=True)
+    subprocess.run(["redis-cli", "-p", str(rb), "lset", "reel:list", "1", "B"],
+                   capture_output=True, check=True)
     r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % rb, "--baseline",
                      "127.0.0.1:%d" % ra)
     diff = [(x["method"], x["target"], x["differences"][0]["live"]) for x in c
-            if x["result"] == "different"]
-    check(r.returncode == 1 and s.get("different") == 2 and
+            if x["result"] == "different" and x["method"] == "GET"]
+    lr = [[(d["where"], d["recorded"], d["live"]) for d in x["differences"]] for x in c
+          if x["result"] == "different" and x["method"] == "LRANGE"]
+    check(r.returncode == 1 and s.get("different") == 3 and len(diff) == 2 and
           all(d[1] == "reel:key" and "changed-value" in d[2] for d in diff),
-          "redis, a changed value: the 2 GETs of reel:key different, exit 1 (%s)" % diff)
+          "redis, a changed value: the 2 GETs of reel:key and the LRANGE different, exit 1 "
+          "(%s)" % diff)
+    check(lr == [[("reply", "3 items", "6 items"), ("reply[1]", '"b"', '"B"'),
+                  ("reply[3]", "", '"d"'), ("reply[4]", "", '"e"'), ("reply[5]", "", '"f"')]],
+          "redis, a list of 3 replayed as 6, its second changed: the sizes, then element by "
+          "element (%s)" % lr)
+    check('reply: 3 items -> 6 items\n' in r.stdout and
+          'reply[3]: (absent) -> "d"\n' in r.stdout,
+          "redis: the readable report names the sizes and the missing items")
     r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % bad_target("resp-garbage"))
     check(r.returncode == 1 and s.get("errors", 0) >= 4 and
           all("does not parse as RESP" in x["live"]["error"] for x in c),
           "redis, a target that answers garbage: an error per request, exit 1 (%s)" %
           (c[0]["live"] if c else r.stderr.strip()))
+    r, c, s = replay(rec, "--replay-to", "redis://127.0.0.1:%d" % bad_target("resp-garbage-open"),
+                     "--timeout", "2")
+    check(r.returncode == 1 and s.get("errors", 0) >= 4 and
+          all("the response is unparsable at byte 0: not a RESP reply (\"hello there.."
+              in x["live"]["error"] for x in c),
+          "redis, a target that answers garbage and stays: unparsable at byte 0, no "
+          "timeout (%s)" % (c[0]["live"] if c else r.stderr.strip()))
 
 
 def main():
