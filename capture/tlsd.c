@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -33,7 +34,8 @@
 
 #define RESCAN_NS (1000ull * 1000000ull) /* a second after exec: dlopen'ed libraries */
 
-#define RECENT 64 /* execs remembered, to skip the second report of one */
+#define RECENT	  64  /* execs remembered, to skip the second report of one */
+#define HELD_NICE -10 /* while a held process waits on the thread */
 
 /* REQ_XEXEC: an exec from tls_execq (prompt, with the program's inode);
  * REQ_EXEC: the same exec from the data rings (with its file name). */
@@ -267,6 +269,19 @@ static uint32_t us_since(uint64_t exec_ns)
 						   : UINT32_MAX;
 }
 
+/* Whether pid's program (else the file f, if given) was examined before:
+ * then its hooks were in place from its first instruction. */
+static bool examined_before(const struct cap_tlsd *t, uint32_t pid, const struct reel_tls_file *f)
+{
+	char link[64];
+	struct stat st;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	if (!stat(link, &st))
+		return tlsdisc_examined(t->disc, st.st_dev, st.st_ino);
+	return f && tlsdisc_examined(t->disc, makedev(f->kdev >> 20, f->kdev & 0xfffff), f->ino);
+}
+
 /* An exec from tls_execq: the program first (what ld.so will map, hooked
  * as early as we can), by /proc/PID/exe or, for a process already gone, by
  * the inode the event names; a held process is resumed as soon as its
@@ -274,10 +289,14 @@ static uint32_t us_since(uint64_t exec_ns)
 static void on_xexec_req(struct cap_tlsd *t, const struct reel_tls_exec *x)
 {
 	struct reel_tls_file f = x->file;
-	bool held = x->flags & REEL_TLSX_HELD, known;
+	bool held = x->flags & REEL_TLSX_HELD, known, before;
 	uint32_t us;
 	uint8_t one = 1;
 
+	/* a held process waits on this thread: the drain's nice meanwhile */
+	if (held)
+		cap_set_nice(HELD_NICE);
+	before = examined_before(t, x->tgid, &f);
 	known = scan_exe(t, x->tgid) ||
 		tlsdisc_exec_file(t->disc, x->tgid, makedev(f.kdev >> 20, f.kdev & 0xfffff), f.ino);
 	us = us_since(x->ts_ns);
@@ -285,12 +304,17 @@ static void on_xexec_req(struct cap_tlsd *t, const struct reel_tls_exec *x)
 		bpf_map_update_elem(t->m.seen_fd, &f, &one, BPF_ANY);
 	if (held) {
 		cap_tlshold_resume(t->m.held_fd, x->tgid);
+		cap_set_nice(0);
 		t->hs.held++;
 		t->hs.held_us_sum += us;
 		if (us > t->hs.held_us_max)
 			t->hs.held_us_max = us;
 	}
-	tlsdisc_exec_time(t->disc, x->tgid, held ? REEL_TLSPF_HELD : 0, us);
+	if (held)
+		tlsdisc_exec_time(t->disc, x->tgid, REEL_TLSPF_HELD, us);
+	else
+		tlsdisc_exec_time(t->disc, x->tgid, before ? REEL_TLSPF_BEFORE : 0,
+				  before ? 0 : us);
 	tlsdisc_scan_pid(t->disc, x->tgid, REEL_TLSPF_EXEC);
 	if (known)
 		remember(t, x->tgid, x->ts_ns);
@@ -304,10 +328,13 @@ static void on_exec(struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns, const ch
 {
 	if (recent(t, pid, exec_ns))
 		return;
+	bool before = examined_before(t, pid, NULL);
+
 	tlsdisc_name_pid(t->disc, pid, comm, file[0] == '/' ? file : NULL);
 	if (!scan_exe(t, pid) && file[0] == '/')
 		tlsdisc_scan_program(t->disc, pid, "", file, NULL);
-	tlsdisc_exec_time(t->disc, pid, 0, us_since(exec_ns));
+	tlsdisc_exec_time(t->disc, pid, before ? REEL_TLSPF_BEFORE : 0,
+			  before ? 0 : us_since(exec_ns));
 	tlsdisc_scan_pid(t->disc, pid, REEL_TLSPF_EXEC);
 	remember(t, pid, exec_ns);
 	t->exec_scans++;
@@ -411,15 +438,17 @@ static void *run(void *arg)
 	for (;;) {
 		uint64_t wait_ns = 0;
 		struct req *r;
+		bool stop;
 
 		if (t->rb)
 			ring_buffer__consume(t->rb);
 		/* stopping: the execs and exits already queued are still done,
 		 * so that a short command's report is in the file */
 		pthread_mutex_lock(&t->mu);
-		r = t->stop ? take_final(t) : take_due(t, reel_now_mono_ns(), &wait_ns);
+		stop = t->stop;
+		r = stop ? take_final(t) : take_due(t, reel_now_mono_ns(), &wait_ns);
 		pthread_mutex_unlock(&t->mu);
-		if (!r && t->stop)
+		if (!r && stop)
 			break;
 		if (!r) {
 			wait_events(t, wait_ns);

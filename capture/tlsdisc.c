@@ -246,7 +246,7 @@ void tlsdisc_exec_time(struct tlsdisc *d, uint32_t pid, uint32_t flags, uint32_t
 
 	if (p) {
 		p->exec_flags = flags;
-		p->exec_us = us ? us : 1;
+		p->exec_us = us;
 	}
 }
 
@@ -475,6 +475,11 @@ static void add_ref(struct tproc *p, const struct tobj *t)
 	p->refs[p->nrefs].dev = t->dev;
 	p->refs[p->nrefs].ino = t->ino;
 	p->nrefs++;
+}
+
+bool tlsdisc_examined(const struct tlsdisc *d, uint64_t dev, uint64_t ino)
+{
+	return obj_find(d, dev, ino)->ino != 0;
 }
 
 int tlsdisc_exec_file(struct tlsdisc *d, uint32_t pid, uint64_t dev, uint64_t ino)

@@ -101,8 +101,12 @@ void tlsdisc_name_pid(struct tlsdisc *d, uint32_t pid, const char *comm, const c
  * before, else 0. */
 int tlsdisc_exec_file(struct tlsdisc *d, uint32_t pid, uint64_t dev, uint64_t ino);
 
+/* Whether the file (dev, ino) was examined already. */
+bool tlsdisc_examined(const struct tlsdisc *d, uint64_t dev, uint64_t ino);
+
 /* How long after its exec a process's program was examined and hooked (us),
- * and REEL_TLSPF_HELD when it was held meanwhile: in its next TLSPROCs. */
+ * REEL_TLSPF_HELD when it was held meanwhile, REEL_TLSPF_BEFORE (us 0) when
+ * it was before the exec: in its next TLSPROCs. */
 void tlsdisc_exec_time(struct tlsdisc *d, uint32_t pid, uint32_t flags, uint32_t us);
 
 /* A process exited: its last TLSPROC is no longer repeated. */

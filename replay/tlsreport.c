@@ -217,6 +217,8 @@ static void print_lib(FILE *f, const struct rlib *l)
  * 0.x before it say nothing). */
 static void print_exec(FILE *f, const struct rproc *p)
 {
+	if ((p->flags & REEL_TLSPF_BEFORE) && p->nrefs)
+		fputs(" [its program was hooked before its exec]", f);
 	if (!p->exec_us)
 		return;
 	if (p->flags & REEL_TLSPF_HELD)

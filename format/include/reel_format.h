@@ -248,6 +248,7 @@ struct reel_tlsproc {
 #define REEL_TLSPF_RESCAN   4  /* scanned again (libraries loaded later) */
 #define REEL_TLSPF_NO_MAPS  8  /* gone before its mappings were read: refs from its program */
 #define REEL_TLSPF_HELD	    16 /* held stopped at its exec until hooked (exec_us: how long) */
+#define REEL_TLSPF_BEFORE   32 /* its program was examined before its exec (exec_us 0) */
 
 /* CLOCK payload: a CLOCK_MONOTONIC / CLOCK_REALTIME pair read back to back. */
 struct reel_clock {
