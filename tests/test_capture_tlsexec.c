@@ -15,7 +15,8 @@
  *     --summary prints that line and no client under "no plaintext".
  * Before the fix, the Go client's plaintext was missing (its calls came
  * before the examination of its program) and the report said nothing of
- * when it was hooked.
+ * when it was hooked. And a held process is never left stopped, whatever
+ * happens to reelcap.
  */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -303,10 +304,107 @@ static void test_clients_exec_during_capture(void **state)
 	tlst_sh("rm -f '%s/xnode' '%s/xgo'", dir, dir); /* 100 MB */
 }
 
+/* Waits (bounded, 20 s) for pid to be stopped: held at its exec. */
+static bool wait_stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (int i = 0; i < 2000; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'T')
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* waitpid, bounded (60 s): a process still stopped then is killed. */
+static int wait_exit(pid_t pid)
+{
+	int st;
+
+	for (int i = 0; i < 6000; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	fail_msg("pid %d still not done after 60 s (left stopped?)", pid);
+	return -1;
+}
+
+/* Starts ./NAME (a fresh copy of true) in dir; returns its pid. */
+static pid_t start_held(const char *name)
+{
+	char path[700];
+	const char *argv[2] = {path, NULL};
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return cit_spawn(argv, NULL);
+}
+
+/* Never left stopped: with reelcap itself stopped (SIGSTOP: nothing
+ * resumes what it holds), a program held at its exec is resumed by the
+ * watchdog once held too long; another, held when reelcap is killed
+ * (SIGKILL), is resumed too. Both run to their end. */
+static void test_held_never_left_stopped(void **state)
+{
+	const char *argv[8];
+	pid_t cap, a, b;
+	int st;
+
+	(void)state;
+	tlst_need_root();
+	cit_workdir("capture_tlsexec_held", dir, sizeof(dir));
+	assert_int_equal(
+		tlst_sh("cd '%s' && mkdir d && cp /bin/true xheld && cp /bin/true d/xheld", dir),
+		0);
+	assert_int_equal(chdir(dir), 0);
+	argv[0] = REELCAP_BIN;
+	argv[1] = "-w";
+	argv[2] = "held.reel";
+	argv[3] = "--comm";
+	argv[4] = "xheld";
+	argv[5] = NULL;
+	cap = cit_spawn(argv, "cap.log");
+	assert_true(cap > 0);
+	wait_for_line("cap.log", "capturing to");
+	kill(cap, SIGSTOP);
+
+	a = start_held("xheld");
+	assert_true(a > 0);
+	if (!wait_stopped(a)) {
+		kill(cap, SIGKILL);
+		fail_msg("xheld (pid %d) was never held", a);
+	}
+	st = wait_exit(a); /* resumed by the watchdog: held too long */
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	b = start_held("d/xheld");
+	assert_true(b > 0);
+	if (!wait_stopped(b)) {
+		kill(cap, SIGKILL);
+		fail_msg("d/xheld (pid %d) was never held", b);
+	}
+	kill(cap, SIGKILL);
+	assert_int_equal(waitpid(cap, &st, 0), cap);
+	st = wait_exit(b); /* resumed by the watchdog: reelcap gone */
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clients_exec_during_capture),
+		cmocka_unit_test(test_held_never_left_stopped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
