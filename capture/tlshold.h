@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 /* The longest a process stays held: then it is resumed, hooked or not. */
-#define CAP_TLSHOLD_MAX_NS (2000ull * 1000000ull)
+#define CAP_TLSHOLD_MAX_NS (5000ull * 1000000ull)
 
 /* Resumes pid (SIGCONT) and removes it from the held map. */
 void cap_tlshold_resume(int held_fd, uint32_t pid);
