@@ -34,7 +34,9 @@
 
 #define RESCAN_NS (1000ull * 1000000ull) /* a second after exec: dlopen'ed libraries */
 
-#define RECENT	  64  /* execs remembered, to skip the second report of one */
+/* execs remembered, to skip the second report of one: the data rings bring
+ * it up to a second or more later, when a busy host has exec'd hundreds */
+#define RECENT	  4096
 #define HELD_NICE -10 /* while a held process waits on the thread */
 
 /* REQ_XEXEC: an exec from tls_execq (prompt, with the program's inode);
