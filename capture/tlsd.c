@@ -11,6 +11,10 @@
  * Requests (exec, exit, rotation) come from the main thread through a
  * queue; the report records go back through another, which the main thread
  * writes on each poll cycle (the writer is not shared between threads).
+ * Execs also come straight from the kernel, on the tls_execq ring buffer
+ * (bpf/reel_tls_exec.bpf.h): at once, with the program's inode, and held
+ * (stopped) when the program was not examined yet; those go first, and a
+ * held process is resumed as soon as its program is hooked (tlshold.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -311,25 +315,23 @@ static void on_xexec_req(struct cap_tlsd *t, const struct reel_tls_exec *x)
 		t->hs.held_us_sum += us;
 		if (us > t->hs.held_us_max)
 			t->hs.held_us_max = us;
-	}
-	if (held)
 		tlsdisc_exec_time(t->disc, x->tgid, REEL_TLSPF_HELD, us);
-	else
+	} else {
 		tlsdisc_exec_time(t->disc, x->tgid, before ? REEL_TLSPF_BEFORE : 0,
 				  before ? 0 : us);
+	}
 	tlsdisc_scan_pid(t->disc, x->tgid, REEL_TLSPF_EXEC);
 	if (known)
 		remember(t, x->tgid, x->ts_ns);
 	t->exec_scans++;
 }
 
-/* The same exec from the data rings: done already, unless the first could
- * not name the program; then by the file the event names, when absolute. */
+/* The same exec from the data rings, when the first could not name the
+ * program (or never came: tls_execq full): by /proc/PID/exe, else by the
+ * file the event names, when absolute. */
 static void on_exec(struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns, const char *comm,
 		    const char *file)
 {
-	if (recent(t, pid, exec_ns))
-		return;
 	bool before = examined_before(t, pid, NULL);
 
 	tlsdisc_name_pid(t->disc, pid, comm, file[0] == '/' ? file : NULL);
