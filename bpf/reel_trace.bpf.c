@@ -422,6 +422,7 @@ static __always_inline void emit_conn_of(struct emit_conn *ec, const struct call
 }
 
 #include "reel_tls.bpf.h"
+#include "reel_tls_exec.bpf.h"
 #include "reel_uring.bpf.h"
 
 /* ------------------------------------------------------------------ */
@@ -752,6 +753,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	fn = BPF_CORE_READ(bprm, filename);
 	bpf_probe_read_kernel_str(ev->filename, sizeof(ev->filename), fn);
 	output(ctx, ev, sizeof(*ev));
+	tls_exec(p, bprm, ev->hdr.ts_ns);
 	return 0;
 }
 

@@ -52,10 +52,15 @@ int cap_restrict_caps(uint64_t keep)
  * - CAP_SYS_PTRACE: /proc/PID/exe and /proc/PID/root of another user's
  *   process (EACCES without);
  * - CAP_DAC_READ_SEARCH: read the executables and libraries it names
- *   whatever their modes.
+ *   whatever their modes;
+ * - CAP_KILL: resume (SIGCONT) a process of another user that the exec hold
+ *   stopped until its hooks were attached (capture/tlshold.c);
+ * - CAP_SYS_NICE: run at nice -10 while a process is held, so the hold is
+ *   short on a busy host (without it, the process is resumed all the same).
  */
 #define CAP_TLS_KEEP                                                                               \
-	((1ull << CAP_SYS_ADMIN) | (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH))
+	((1ull << CAP_SYS_ADMIN) | (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH) |    \
+	 (1ull << CAP_KILL) | (1ull << CAP_SYS_NICE))
 
 int cap_tls_thread_caps(bool attach)
 {

@@ -11,6 +11,10 @@
  * Requests (exec, exit, rotation) come from the main thread through a
  * queue; the report records go back through another, which the main thread
  * writes on each poll cycle (the writer is not shared between threads).
+ * Execs also come straight from the kernel, on the tls_execq ring buffer
+ * (bpf/reel_tls_exec.bpf.h): at once, with the program's inode, and held
+ * (stopped) when the program was not examined yet; those go first, and a
+ * held process is resumed as soon as its program is hooked (tlshold.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,21 +24,38 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "reelcap.h"
+#include "reel_tls_exec.h"
 #include "tlsd.h"
+#include "tlshold.h"
 
 #define RESCAN_NS (1000ull * 1000000ull) /* a second after exec: dlopen'ed libraries */
 
-enum req_kind { REQ_EXEC, REQ_RESCAN, REQ_EXIT, REQ_ROTATE };
+/* execs remembered, to skip the second report of one: the data rings bring
+ * it up to a second or more later, when a busy host has exec'd hundreds */
+#define RECENT	  4096
+#define HELD_NICE -10 /* while a held process waits on the thread */
+
+/* REQ_XEXEC: an exec from tls_execq (prompt, with the program's inode);
+ * REQ_EXEC: the same exec from the data rings (with its file name). */
+enum req_kind { REQ_XEXEC, REQ_EXEC, REQ_RESCAN, REQ_EXIT, REQ_ROTATE };
 
 struct req {
 	struct req *next;
 	enum req_kind kind;
 	uint32_t pid;
-	uint64_t not_before; /* mono ns */
-	char file[256];	     /* REQ_EXEC: the exec'd file, as the event named it */
-	char comm[16];	     /* REQ_EXEC: the process's comm after the exec */
+	uint64_t not_before;	/* mono ns */
+	uint64_t exec_ns;	/* REQ_*EXEC: the exec's time (mono ns) */
+	struct reel_tls_exec x; /* REQ_XEXEC */
+	char file[256];		/* REQ_EXEC: the exec'd file, as the event named it */
+	char comm[16];		/* REQ_EXEC: the process's comm after the exec */
 };
 
 struct rec {
@@ -50,10 +71,18 @@ struct cap_tlsd {
 	bool running, stop;
 	bool attach; /* it hooks what it finds (else: examines for the report only) */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	struct req *reqs;	       /* pending requests, in arrival order */
 	struct rec *recs, **recs_tail; /* records for the writer */
 	uint64_t exec_scans;
+	struct cap_tlsd_maps m;
+	struct ring_buffer *rb; /* tls_execq */
+	int efd, epfd;		/* a request queued; epoll on it and rb */
+	struct {
+		uint32_t pid;
+		uint64_t exec_ns;
+	} recent[RECENT]; /* execs reported with their program */
+	unsigned recent_next;
+	struct cap_tlsd_hold_stats hs;
 };
 
 static void emit(void *ctx, uint16_t type, const void *payload, uint32_t len)
@@ -73,7 +102,70 @@ static void emit(void *ctx, uint16_t type, const void *payload, uint32_t len)
 	pthread_mutex_unlock(&t->mu);
 }
 
-struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *attach_ctx)
+/* An examined file is not held at its next exec (the BPF side names files
+ * by the kernel's s_dev, major << 20 | minor). */
+static void seen(void *ctx, uint64_t dev, uint64_t ino)
+{
+	struct cap_tlsd *t = ctx;
+	struct reel_tls_file f = {.kdev = (uint64_t)major(dev) << 20 | minor(dev), .ino = ino};
+	uint8_t one = 1;
+
+	if (t->m.seen_fd >= 0)
+		bpf_map_update_elem(t->m.seen_fd, &f, &one, BPF_ANY);
+}
+
+static void push_req(struct cap_tlsd *t, struct req *r, bool first);
+
+/* tls_execq: each exec at the head of the queue (a held process waits). */
+static int on_xexec(void *ctx, void *data, size_t size)
+{
+	struct cap_tlsd *t = ctx;
+	struct req *r;
+
+	if (size < sizeof(r->x))
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return 0; /* a held one is resumed by the watchdog */
+	r->kind = REQ_XEXEC;
+	memcpy(&r->x, data, sizeof(r->x));
+	r->pid = r->x.tgid;
+	r->exec_ns = r->x.ts_ns;
+	push_req(t, r, true);
+	return 0;
+}
+
+static void close_fds(struct cap_tlsd *t)
+{
+	ring_buffer__free(t->rb);
+	if (t->efd >= 0)
+		close(t->efd);
+	if (t->epfd >= 0)
+		close(t->epfd);
+}
+
+/* The eventfd and the ring buffer, under one epoll. */
+static int open_fds(struct cap_tlsd *t)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->efd < 0 || t->epfd < 0 || epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->efd, &ev))
+		return -errno;
+	if (t->m.execq_fd < 0)
+		return 0;
+	t->rb = ring_buffer__new(t->m.execq_fd, on_xexec, t, NULL);
+	if (!t->rb)
+		return -errno;
+	ev.data.u32 = 1;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(t->rb), &ev))
+		return -errno;
+	return 0;
+}
+
+struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *attach_ctx,
+			      const struct cap_tlsd_maps *m)
 {
 	struct cap_tlsd *t = calloc(1, sizeof(*t));
 	struct tlsdisc_opts o = {
@@ -82,17 +174,25 @@ struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *att
 		.attach = attach,
 		.attach_ctx = attach_ctx,
 		.emit = emit,
+		.seen = seen,
 	};
 
 	if (!t)
 		return NULL;
 	o.emit_ctx = t;
 	t->attach = attach && !disabled;
+	o.seen_ctx = t;
+	t->efd = t->epfd = -1;
+	t->m.execq_fd = t->m.seen_fd = t->m.held_fd = -1;
+	if (m)
+		t->m = *m;
 	pthread_mutex_init(&t->mu, NULL);
-	pthread_cond_init(&t->cv, NULL);
 	t->recs_tail = &t->recs;
 	t->disc = tlsdisc_new(&o);
-	if (!t->disc) {
+	if (!t->disc || open_fds(t)) {
+		close_fds(t);
+		tlsdisc_free(t->disc);
+		pthread_mutex_destroy(&t->mu);
 		free(t);
 		return NULL;
 	}
@@ -133,50 +233,159 @@ static char *proc_ld_library_path(uint32_t pid)
 	return res;
 }
 
-/* The program first (what ld.so will map, hooked as early as we can), then
- * what the process maps now. A process already gone is examined through
- * the file its exec event names, when that is an absolute path. */
-static void on_exec(struct cap_tlsd *t, uint32_t pid, const char *comm, const char *file)
+/* The program of a process that just exec'd, as the process maps it. */
+static bool scan_exe(struct cap_tlsd *t, uint32_t pid)
 {
 	char link[64], root[64], exe[4096];
 	char *llp;
 	ssize_t n;
 
-	tlsdisc_name_pid(t->disc, pid, comm, file[0] == '/' ? file : NULL);
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
 	n = readlink(link, exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		snprintf(root, sizeof(root), "/proc/%u/root", pid);
-		llp = proc_ld_library_path(pid);
-		tlsdisc_scan_program(t->disc, pid, root, exe, llp);
-		free(llp);
-	} else if (file[0] == '/') {
-		tlsdisc_scan_program(t->disc, pid, "", file, NULL);
+	if (n <= 0)
+		return false;
+	exe[n] = 0;
+	snprintf(root, sizeof(root), "/proc/%u/root", pid);
+	llp = proc_ld_library_path(pid);
+	n = tlsdisc_scan_program(t->disc, pid, root, exe, llp);
+	free(llp);
+	return n >= 0;
+}
+
+static bool recent(const struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns)
+{
+	for (unsigned i = 0; i < RECENT; i++)
+		if (t->recent[i].pid == pid && t->recent[i].exec_ns == exec_ns)
+			return true;
+	return false;
+}
+
+static void remember(struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns)
+{
+	t->recent[t->recent_next % RECENT].pid = pid;
+	t->recent[t->recent_next % RECENT].exec_ns = exec_ns;
+	t->recent_next++;
+}
+
+static uint32_t us_since(uint64_t exec_ns)
+{
+	uint64_t now = reel_now_mono_ns();
+
+	if (now <= exec_ns)
+		return 1;
+	return (now - exec_ns) / 1000 < UINT32_MAX ? (uint32_t)((now - exec_ns) / 1000)
+						   : UINT32_MAX;
+}
+
+/* Whether pid's program (else the file f, if given) was examined before:
+ * then its hooks were in place from its first instruction. */
+static bool examined_before(const struct cap_tlsd *t, uint32_t pid, const struct reel_tls_file *f)
+{
+	char link[64];
+	struct stat st;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	if (!stat(link, &st))
+		return tlsdisc_examined(t->disc, st.st_dev, st.st_ino);
+	return f && tlsdisc_examined(t->disc, makedev(f->kdev >> 20, f->kdev & 0xfffff), f->ino);
+}
+
+/* An exec from tls_execq: the program first (what ld.so will map, hooked
+ * as early as we can), by /proc/PID/exe or, for a process already gone, by
+ * the inode the event names; a held process is resumed as soon as its
+ * program is hooked; then what the process maps now. */
+static void on_xexec_req(struct cap_tlsd *t, const struct reel_tls_exec *x)
+{
+	struct reel_tls_file f = x->file;
+	bool held = x->flags & REEL_TLSX_HELD, known, before;
+	uint32_t us;
+	uint8_t one = 1;
+
+	/* a held process waits on this thread: the drain's nice meanwhile */
+	if (held)
+		cap_set_nice(HELD_NICE);
+	before = examined_before(t, x->tgid, &f);
+	known = scan_exe(t, x->tgid) ||
+		tlsdisc_exec_file(t->disc, x->tgid, makedev(f.kdev >> 20, f.kdev & 0xfffff), f.ino);
+	us = us_since(x->ts_ns);
+	if (t->m.seen_fd >= 0)
+		bpf_map_update_elem(t->m.seen_fd, &f, &one, BPF_ANY);
+	if (held) {
+		cap_tlshold_resume(t->m.held_fd, x->tgid);
+		cap_set_nice(0);
+		t->hs.held++;
+		t->hs.held_us_sum += us;
+		if (us > t->hs.held_us_max)
+			t->hs.held_us_max = us;
+		tlsdisc_exec_time(t->disc, x->tgid, REEL_TLSPF_HELD, us);
+	} else {
+		tlsdisc_exec_time(t->disc, x->tgid, before ? REEL_TLSPF_BEFORE : 0,
+				  before ? 0 : us);
 	}
-	tlsdisc_scan_pid(t->disc, pid, REEL_TLSPF_EXEC);
+	tlsdisc_scan_pid(t->disc, x->tgid, REEL_TLSPF_EXEC);
+	if (known)
+		remember(t, x->tgid, x->ts_ns);
 	t->exec_scans++;
 }
 
-static void enqueue(struct cap_tlsd *t, enum req_kind kind, uint32_t pid, uint64_t not_before,
-		    const char *comm, const char *file)
+/* The same exec from the data rings, when the first could not name the
+ * program (or never came: tls_execq full): by /proc/PID/exe, else by the
+ * file the event names, when absolute. */
+static void on_exec(struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns, const char *comm,
+		    const char *file)
 {
-	struct req *r = malloc(sizeof(*r)), **p;
+	bool before = examined_before(t, pid, NULL);
+
+	tlsdisc_name_pid(t->disc, pid, comm, file[0] == '/' ? file : NULL);
+	if (!scan_exe(t, pid) && file[0] == '/')
+		tlsdisc_scan_program(t->disc, pid, "", file, NULL);
+	tlsdisc_exec_time(t->disc, pid, before ? REEL_TLSPF_BEFORE : 0,
+			  before ? 0 : us_since(exec_ns));
+	tlsdisc_scan_pid(t->disc, pid, REEL_TLSPF_EXEC);
+	remember(t, pid, exec_ns);
+	t->exec_scans++;
+}
+
+static int rank(const struct req *r)
+{
+	if (r->kind != REQ_XEXEC)
+		return 2;
+	return r->x.flags & REEL_TLSX_HELD ? 0 : 1;
+}
+
+/* Queues r (first: by rank, else at the tail) and wakes the thread. */
+static void push_req(struct cap_tlsd *t, struct req *r, bool first)
+{
+	struct req **p = &t->reqs;
+	uint64_t one = 1;
+
+	r->next = NULL;
+	pthread_mutex_lock(&t->mu);
+	/* held processes first, then the other prompt execs, then the rest */
+	while (*p && (!first || rank(*p) <= rank(r)))
+		p = &(*p)->next;
+	r->next = *p;
+	*p = r;
+	pthread_mutex_unlock(&t->mu);
+	if (t->efd >= 0 && write(t->efd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the thread is awake anyway */
+	}
+}
+
+static void enqueue(struct cap_tlsd *t, enum req_kind kind, uint32_t pid, uint64_t not_before,
+		    uint64_t exec_ns, const char *comm, const char *file)
+{
+	struct req *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return;
-	r->next = NULL;
 	r->kind = kind;
 	r->pid = pid;
 	r->not_before = not_before;
+	r->exec_ns = exec_ns;
 	snprintf(r->file, sizeof(r->file), "%s", file ? file : "");
 	snprintf(r->comm, sizeof(r->comm), "%s", comm ? comm : "");
-	pthread_mutex_lock(&t->mu);
-	for (p = &t->reqs; *p; p = &(*p)->next)
-		;
-	*p = r;
-	pthread_cond_signal(&t->cv);
-	pthread_mutex_unlock(&t->mu);
+	push_req(t, r, false);
 }
 
 /* The first request due now, or NULL; *wait_ns: until the next one is due. */
@@ -194,6 +403,22 @@ static struct req *take_due(struct cap_tlsd *t, uint64_t now, uint64_t *wait_ns)
 			*wait_ns = r->not_before - now;
 	}
 	return NULL;
+}
+
+/* Waits up to wait_ns for a request or an exec on tls_execq, and takes the
+ * execs there into the queue. */
+static void wait_events(struct cap_tlsd *t, uint64_t wait_ns)
+{
+	struct epoll_event ev[2];
+	uint64_t v;
+	int n = epoll_wait(t->epfd, ev, 2, (int)((wait_ns + 999999) / 1000000));
+
+	for (int i = 0; i < n; i++)
+		if (!ev[i].data.u32 && read(t->efd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: taken already */
+		}
+	if (t->rb)
+		ring_buffer__consume(t->rb);
 }
 
 /* At stop: the first request still worth doing (not a rescan: the
@@ -218,30 +443,37 @@ static void *run(void *arg)
 	cap_thread_normal(); /* ELF scans are not the drain's work */
 	/* failing, it keeps more: nothing it does fails */
 	cap_tls_thread_caps(t->attach);
-	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		uint64_t wait_ns = 0;
 		struct req *r;
-		struct timespec ts;
+		bool stop;
 
+		if (t->rb)
+			ring_buffer__consume(t->rb);
 		/* stopping: the execs and exits already queued are still done,
 		 * so that a short command's report is in the file */
-		r = t->stop ? take_final(t) : take_due(t, reel_now_mono_ns(), &wait_ns);
-		if (!r && t->stop)
+		pthread_mutex_lock(&t->mu);
+		stop = t->stop;
+		r = stop ? take_final(t) : take_due(t, reel_now_mono_ns(), &wait_ns);
+		pthread_mutex_unlock(&t->mu);
+		if (!r && stop)
 			break;
 		if (!r) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += wait_ns;
-			ts.tv_sec += ts.tv_nsec / 1000000000;
-			ts.tv_nsec %= 1000000000;
-			pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+			wait_events(t, wait_ns);
 			continue;
 		}
-		pthread_mutex_unlock(&t->mu);
 		switch (r->kind) {
+		case REQ_XEXEC:
+			on_xexec_req(t, &r->x);
+			enqueue(t, REQ_RESCAN, r->pid, reel_now_mono_ns() + RESCAN_NS, 0, NULL,
+				NULL);
+			break;
 		case REQ_EXEC:
-			on_exec(t, r->pid, r->comm, r->file);
-			enqueue(t, REQ_RESCAN, r->pid, reel_now_mono_ns() + RESCAN_NS, NULL, NULL);
+			if (recent(t, r->pid, r->exec_ns))
+				break; /* rescan queued by the first */
+			on_exec(t, r->pid, r->exec_ns, r->comm, r->file);
+			enqueue(t, REQ_RESCAN, r->pid, reel_now_mono_ns() + RESCAN_NS, 0, NULL,
+				NULL);
 			break;
 		case REQ_RESCAN:
 			tlsdisc_scan_pid(t->disc, r->pid, REEL_TLSPF_RESCAN);
@@ -254,9 +486,7 @@ static void *run(void *arg)
 			break;
 		}
 		free(r);
-		pthread_mutex_lock(&t->mu);
 	}
-	pthread_mutex_unlock(&t->mu);
 	return NULL;
 }
 
@@ -270,9 +500,10 @@ int cap_tlsd_run(struct cap_tlsd *t)
 	return 0;
 }
 
-void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *comm, const char *file)
+void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns, const char *comm,
+		   const char *file)
 {
-	enqueue(t, REQ_EXEC, pid, 0, comm, file);
+	enqueue(t, REQ_EXEC, pid, 0, exec_ns, comm, file);
 }
 
 void cap_tlsd_exit(struct cap_tlsd *t, uint32_t pid)
@@ -290,12 +521,17 @@ void cap_tlsd_exit(struct cap_tlsd *t, uint32_t pid)
 		}
 	}
 	pthread_mutex_unlock(&t->mu);
-	enqueue(t, REQ_EXIT, pid, 0, NULL, NULL);
+	enqueue(t, REQ_EXIT, pid, 0, 0, NULL, NULL);
 }
 
 void cap_tlsd_rotated(struct cap_tlsd *t)
 {
-	enqueue(t, REQ_ROTATE, 0, 0, NULL, NULL);
+	enqueue(t, REQ_ROTATE, 0, 0, 0, NULL, NULL);
+}
+
+void cap_tlsd_hold_stats(const struct cap_tlsd *t, struct cap_tlsd_hold_stats *hs)
+{
+	*hs = t->hs;
 }
 
 int cap_tlsd_flush(struct cap_tlsd *t, struct cap_out *out)
@@ -326,10 +562,14 @@ void cap_tlsd_stop(struct cap_tlsd *t)
 {
 	if (!t || !t->running)
 		return;
+	uint64_t one = 1;
+
 	pthread_mutex_lock(&t->mu);
 	t->stop = true;
-	pthread_cond_signal(&t->cv);
 	pthread_mutex_unlock(&t->mu);
+	if (write(t->efd, &one, sizeof(one)) < 0) {
+		/* full: the thread is awake */
+	}
 	pthread_join(t->th, NULL);
 	t->running = false;
 }
@@ -347,7 +587,7 @@ void cap_tlsd_free(struct cap_tlsd *t)
 	}
 	cap_tlsd_flush(t, NULL);
 	tlsdisc_free(t->disc);
+	close_fds(t);
 	pthread_mutex_destroy(&t->mu);
-	pthread_cond_destroy(&t->cv);
 	free(t);
 }

@@ -41,6 +41,7 @@ struct tobj {
 
 struct tproc {
 	uint32_t pid, flags;
+	uint32_t exec_flags, exec_us; /* tlsdisc_exec_time */
 	int32_t err;
 	uint32_t nrefs;
 	struct reel_tlsref refs[PROC_OBJS_MAX];
@@ -157,7 +158,12 @@ static void emit_lib(struct tlsdisc *d, const struct tobj *t)
 static void emit_proc(struct tlsdisc *d, const struct tproc *p)
 {
 	char buf[sizeof(struct reel_tlsproc) + sizeof(p->refs) + sizeof(p->exe)];
-	struct reel_tlsproc r = {.pid = p->pid, .flags = p->flags, .err = p->err};
+	struct reel_tlsproc r = {
+		.pid = p->pid,
+		.flags = p->flags | p->exec_flags,
+		.err = p->err,
+		.exec_us = p->exec_us,
+	};
 	int n;
 
 	memcpy(r.comm, p->comm, sizeof(r.comm));
@@ -234,6 +240,16 @@ static void proc_names(struct tproc *p)
 	}
 }
 
+void tlsdisc_exec_time(struct tlsdisc *d, uint32_t pid, uint32_t flags, uint32_t us)
+{
+	struct tproc *p = proc_slot(d, pid);
+
+	if (p) {
+		p->exec_flags = flags;
+		p->exec_us = us;
+	}
+}
+
 void tlsdisc_forget_pid(struct tlsdisc *d, uint32_t pid)
 {
 	for (size_t i = 0; i < d->nproc; i++) {
@@ -294,6 +310,8 @@ static struct tobj *examine(struct tlsdisc *d, int fd, const struct stat *st, co
 	t->ino = st->st_ino;
 	d->nobj++;
 	d->st.objects++;
+	if (d->o.seen)
+		d->o.seen(d->o.seen_ctx, t->dev, t->ino);
 	if (tlsobj_scan(fd, o) || !o->kind) {
 		free(o);
 		return t;
@@ -309,7 +327,14 @@ static struct tobj *examine(struct tlsdisc *d, int fd, const struct stat *st, co
 	} else if (d->o.disabled || !d->o.attach) {
 		t->status = REEL_TLSS_DISABLED;
 	} else {
-		n = d->o.attach(d->o.attach_ctx, attach_path, o);
+		/* through our own descriptor: a path under /proc/PID/ goes with
+		 * the process, and a process exits while it is being hooked
+		 * (undoing a half-attached object costs an RCU grace period per
+		 * uprobe: 3.6 s for a Go program on a loaded host) */
+		char fdpath[64];
+
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		n = d->o.attach(d->o.attach_ctx, fd >= 0 ? fdpath : attach_path, o);
 		if (n > 0) {
 			t->status = REEL_TLSS_ATTACHED;
 			t->nhooks = n;
@@ -450,6 +475,27 @@ static void add_ref(struct tproc *p, const struct tobj *t)
 	p->refs[p->nrefs].dev = t->dev;
 	p->refs[p->nrefs].ino = t->ino;
 	p->nrefs++;
+}
+
+bool tlsdisc_examined(const struct tlsdisc *d, uint64_t dev, uint64_t ino)
+{
+	return obj_find(d, dev, ino)->ino != 0;
+}
+
+int tlsdisc_exec_file(struct tlsdisc *d, uint32_t pid, uint64_t dev, uint64_t ino)
+{
+	struct tproc *p = proc_slot(d, pid);
+	const struct tobj *t = obj_find(d, dev, ino);
+
+	if (!t->ino)
+		return 0;
+	if (p) {
+		p->nrefs = 0;
+		add_ref(p, t);
+		if (t->path && !p->exe[0])
+			snprintf(p->exe, sizeof(p->exe), "%s", t->path);
+	}
+	return 1;
 }
 
 int tlsdisc_scan_pid(struct tlsdisc *d, uint32_t pid, uint32_t flags)

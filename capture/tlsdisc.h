@@ -34,6 +34,9 @@ typedef int (*tlsdisc_attach_fn)(void *ctx, const char *path, const struct tls_o
 /* One report record to write (payload of type REEL_REC_TLSLIB/TLSPROC). */
 typedef void (*tlsdisc_emit_fn)(void *ctx, uint16_t type, const void *payload, uint32_t len);
 
+/* An object (file st_dev, st_ino) was examined (TLS or not). */
+typedef void (*tlsdisc_seen_fn)(void *ctx, uint64_t dev, uint64_t ino);
+
 struct tlsdisc_opts {
 	size_t sz;
 	bool disabled; /* --no-tls: find and report, attach nothing */
@@ -41,6 +44,8 @@ struct tlsdisc_opts {
 	void *attach_ctx;
 	tlsdisc_emit_fn emit;
 	void *emit_ctx;
+	tlsdisc_seen_fn seen; /* may be NULL */
+	void *seen_ctx;
 };
 
 struct tlsdisc_stats {
@@ -88,6 +93,21 @@ int tlsdisc_scan_system(struct tlsdisc *d);
  * TLSPROC, when it may be gone before its scan (an exec event names both).
  * Its scan replaces them with /proc's, where /proc still has the process. */
 void tlsdisc_name_pid(struct tlsdisc *d, uint32_t pid, const char *comm, const char *exe);
+
+/* A process whose program is the file (dev, ino) and is gone before its
+ * program could be read: that file's report, when it was examined before,
+ * becomes the process's (emitted by the tlsdisc_scan_pid with
+ * REEL_TLSPF_EXEC that follows). Returns 1 when the file was examined
+ * before, else 0. */
+int tlsdisc_exec_file(struct tlsdisc *d, uint32_t pid, uint64_t dev, uint64_t ino);
+
+/* Whether the file (dev, ino) was examined already. */
+bool tlsdisc_examined(const struct tlsdisc *d, uint64_t dev, uint64_t ino);
+
+/* How long after its exec a process's program was examined and hooked (us),
+ * REEL_TLSPF_HELD when it was held meanwhile, REEL_TLSPF_BEFORE (us 0) when
+ * it was before the exec: in its next TLSPROCs. */
+void tlsdisc_exec_time(struct tlsdisc *d, uint32_t pid, uint32_t flags, uint32_t us);
 
 /* A process exited: its last TLSPROC is no longer repeated. */
 void tlsdisc_forget_pid(struct tlsdisc *d, uint32_t pid);

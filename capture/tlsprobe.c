@@ -28,12 +28,16 @@
 #include "reel_ring.h"
 #include "tlsattach.h"
 #include "tlsd.h"
+#include "tlshold.h"
 #include "reel_trace.skel.h"
 
 struct cap_tls {
 	struct cap_tlsattach *att;
 	struct cap_tlsd *d;
+	struct reel_trace *skel;
 	uint32_t self;
+	int held_fd;
+	int watch_fd; /* the watchdog's pipe (tlshold.h), -1: none */
 };
 
 /* cmd as execvp would find it: with a '/', as is; else along PATH. */
@@ -58,11 +62,31 @@ static int find_program(const char *cmd, char *out, size_t outlen)
 	return -ENOENT;
 }
 
+/* Execs reach the discovery thread at once (tls_execq); with the watchdog
+ * running, the first exec of a file not examined yet is held until hooked. */
+static void hold_start(struct cap_tls *t, const struct cap_opts *o)
+{
+	pid_t pid;
+
+	t->skel->bss->tls_exec_on = 1;
+	t->watch_fd = cap_tlshold_watchdog(t->held_fd, &pid);
+	if (t->watch_fd < 0) {
+		if (!o->quiet)
+			fprintf(stderr,
+				"reelcap: warning: no process to resume held programs (%s): "
+				"programs exec'd during the capture are not held until hooked\n",
+				strerror(-t->watch_fd));
+		return;
+	}
+	t->skel->bss->tls_hold = 1;
+}
+
 struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
 			      const struct cap_procscan *ps, const uint32_t *pids, int npids,
 			      pid_t child)
 {
 	struct cap_tls *t = calloc(1, sizeof(*t));
+	struct cap_tlsd_maps maps = {.execq_fd = -1, .seen_fd = -1, .held_fd = -1};
 	struct tlsdisc *disc;
 	uint32_t *scope;
 	char prog[4096];
@@ -71,9 +95,16 @@ struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
 	if (!t)
 		return NULL;
 	t->self = getpid();
-	if (!o->no_tls)
+	t->skel = skel;
+	t->watch_fd = -1;
+	t->held_fd = bpf_map__fd(skel->maps.tls_held);
+	if (!o->no_tls) {
 		t->att = cap_tlsattach_new(skel);
-	t->d = cap_tlsd_new(o->no_tls, t->att ? cap_tlsattach_object : NULL, t->att);
+		maps.execq_fd = bpf_map__fd(skel->maps.tls_execq);
+		maps.seen_fd = bpf_map__fd(skel->maps.tls_seen);
+		maps.held_fd = t->held_fd;
+	}
+	t->d = cap_tlsd_new(o->no_tls, t->att ? cap_tlsattach_object : NULL, t->att, &maps);
 	if (!t->d) {
 		cap_tls_free(t);
 		return NULL;
@@ -100,6 +131,8 @@ struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
 			"reelcap: warning: no TLS discovery after start (thread: %s); "
 			"programs exec'd later are not hooked\n",
 			strerror(-err));
+	if (!err && !o->no_tls)
+		hold_start(t, o);
 	return t;
 }
 
@@ -123,7 +156,7 @@ void cap_tls_sample(void *ctx, const void *data, uint32_t size)
 		memcpy(comm, (const char *)data + offsetof(struct reel_ev_proc_exec, comm),
 		       REEL_COMM_LEN);
 		comm[REEL_COMM_LEN] = 0;
-		cap_tlsd_exec(t->d, h.tgid, comm, file);
+		cap_tlsd_exec(t->d, h.tgid, h.ts_ns, comm, file);
 	} else if (h.kind == REEL_EV_PROC_EXIT)
 		cap_tlsd_exit(t->d, h.tgid);
 }
@@ -142,26 +175,43 @@ void cap_tls_rotated(struct cap_tls *t)
 
 void cap_tls_detach(struct cap_tls *t)
 {
-	if (t)
-		cap_tlsattach_detach(t->att);
+	if (!t)
+		return;
+	/* no process is held from here on: the hooks go */
+	t->skel->bss->tls_hold = 0;
+	cap_tlsattach_detach(t->att);
 }
 
 void cap_tls_finish(struct cap_tls *t, struct cap_out *out, bool quiet)
 {
+	struct cap_tlsd_hold_stats hs;
 	struct tlsdisc_stats st;
 
 	if (!t)
 		return;
+	t->skel->bss->tls_hold = 0;
 	cap_tlsd_stop(t->d);
+	t->skel->bss->tls_exec_on = 0;
+	if (t->watch_fd >= 0)
+		cap_tlshold_sweep(t->held_fd, UINT64_MAX); /* any held at the end */
 	cap_tlsd_flush(t->d, out);
 	tlsdisc_stats(cap_tlsd_disc(t->d), &st);
-	if (!quiet)
+	cap_tlsd_hold_stats(t->d, &hs);
+	if (quiet)
+		return;
+	fprintf(stderr,
+		"reelcap: TLS: %llu objects examined, %llu with TLS, %llu hooked "
+		"(%llu uprobes)%s",
+		(unsigned long long)st.objects, (unsigned long long)st.tls,
+		(unsigned long long)st.attached, (unsigned long long)st.hooks,
+		t->att ? "" : "; --no-tls: none attached");
+	if (hs.held)
 		fprintf(stderr,
-			"reelcap: TLS: %llu objects examined, %llu with TLS, %llu hooked "
-			"(%llu uprobes)%s\n",
-			(unsigned long long)st.objects, (unsigned long long)st.tls,
-			(unsigned long long)st.attached, (unsigned long long)st.hooks,
-			t->att ? "" : "; --no-tls: none attached");
+			"; %llu programs held at exec until examined (%.1f ms on average, "
+			"at most %.1f)",
+			(unsigned long long)hs.held, hs.held_us_sum / 1000.0 / hs.held,
+			hs.held_us_max / 1000.0);
+	fputc('\n', stderr);
 }
 
 int cap_tls_noload(struct reel_trace *skel)
@@ -178,7 +228,8 @@ int cap_tls_noload(struct reel_trace *skel)
 	 * linked whole when created (tls_fds' 64 Ki entries ~30 ms here) */
 	struct bpf_map *m[] = {
 		skel->maps.tls_calls,	skel->maps.tls_fds,  skel->maps.tls_membio,
-		skel->maps.tls_last_rx, skel->maps.go_calls,
+		skel->maps.tls_last_rx, skel->maps.go_calls, skel->maps.tls_seen,
+		skel->maps.tls_held,
 	};
 
 	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
@@ -186,6 +237,9 @@ int cap_tls_noload(struct reel_trace *skel)
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
 		if (bpf_map__set_max_entries(m[i], 1))
 			return -EINVAL;
+	/* a ring buffer is a power of 2 of pages */
+	if (bpf_map__set_max_entries(skel->maps.tls_execq, (uint32_t)sysconf(_SC_PAGESIZE)))
+		return -EINVAL;
 	return 0;
 }
 
@@ -193,7 +247,13 @@ void cap_tls_free(struct cap_tls *t)
 {
 	if (!t)
 		return;
+	if (t->skel->bss)
+		t->skel->bss->tls_hold = 0;
 	cap_tlsd_free(t->d);
 	cap_tlsattach_free(t->att);
+	if (t->watch_fd >= 0) {
+		cap_tlshold_sweep(t->held_fd, UINT64_MAX);
+		close(t->watch_fd); /* the watchdog sweeps once more and exits */
+	}
 	free(t);
 }

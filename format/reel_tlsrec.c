@@ -74,7 +74,6 @@ int reel_tlsproc_encode(void *buf, size_t cap, const struct reel_tlsproc *fixed,
 
 	t.nrefs = n;
 	t.exe_len = slen(exe);
-	t.reserved = 0;
 	need = sizeof(t) + rl + t.exe_len;
 	if (need > cap)
 		return -ENOSPC;

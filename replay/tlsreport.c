@@ -20,7 +20,7 @@ struct rlib {
 };
 
 struct rproc {
-	uint32_t host, pid, flags;
+	uint32_t host, pid, flags, exec_us;
 	int32_t err;
 	char comm[REEL_COMM_LEN];
 	char exe[128];
@@ -145,6 +145,7 @@ int reel_tlsreport_proc(struct reel_tlsreport *r, uint32_t host, const struct re
 	p->host = host;
 	p->pid = f->pid;
 	p->flags = f->flags;
+	p->exec_us = f->exec_us;
 	p->err = f->err;
 	/* the record names the process; the pipeline's table is the fallback */
 	copy_str(p->comm, sizeof(p->comm), f->comm[0] ? f->comm : comm);
@@ -212,6 +213,24 @@ static void print_lib(FILE *f, const struct rlib *l)
 		fprintf(f, ": %s", l->note);
 }
 
+/* When a process exec'd during the capture was hooked (files of reelcap
+ * 0.x before it say nothing). */
+static void print_exec(FILE *f, const struct rproc *p)
+{
+	if ((p->flags & REEL_TLSPF_BEFORE) && p->nrefs)
+		fputs(" [its program was hooked before its exec]", f);
+	if (!p->exec_us)
+		return;
+	if (p->flags & REEL_TLSPF_HELD)
+		fprintf(f, " [held at its exec until hooked: %.1f ms]", p->exec_us / 1000.0);
+	else if (p->nrefs)
+		fprintf(f, " [hooked %.1f ms after its exec: its TLS calls before are not seen]",
+			p->exec_us / 1000.0);
+	else if (p->flags & REEL_TLSPF_NO_MAPS)
+		fprintf(f, " [gone before its program could be read, %.1f ms after its exec]",
+			p->exec_us / 1000.0);
+}
+
 /* What the report says about the process of a connection that got no
  * plaintext: why, as far as the capture knows. */
 static void print_why(FILE *f, const struct reel_tlsreport *r, const struct rmiss *m)
@@ -226,7 +245,11 @@ static void print_why(FILE *f, const struct reel_tlsreport *r, const struct rmis
 		return;
 	}
 	if (!p->nrefs) {
-		fputs("; no TLS library found in it", f);
+		if (p->flags & REEL_TLSPF_NO_MAPS)
+			fputs("; gone before its program could be examined", f);
+		else
+			fputs("; no TLS library found in it", f);
+		print_exec(f, p);
 		return;
 	}
 	for (uint32_t k = 0; k < p->nrefs; k++) {
@@ -270,6 +293,7 @@ void reel_tlsreport_print(const struct reel_tlsreport *r, FILE *f)
 						"object %" PRIu64 ":%" PRIu64 " (no TLSLIB record)",
 						p->refs[k].dev, p->refs[k].ino);
 			}
+			print_exec(f, p);
 			fputc('\n', f);
 		}
 	}

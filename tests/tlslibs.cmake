@@ -69,3 +69,14 @@ if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay)
 		DEPENDS ${REEL_TLSPROG_TARGETS}
 		TIMEOUT 600)
 endif()
+
+# Short-lived clients exec'd during a --port capture (a fresh copy of the
+# stripped Go client and of node): plaintext from their first call, and the
+# report's exec-to-hooked time (issue 22, item 8).
+if(REEL_CAPTURE AND TARGET reelcap AND TARGET reelplay AND TARGET tlsprog_go)
+	reel_capture_test(test_capture_tlsexec SOURCES test_tls_util.c
+		PROGRAMS reelcap reelplay
+		DEFINES REEL_TLSPROG="${REEL_TLSPROG}" REEL_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}"
+		DEPENDS tlsprog_go
+		TIMEOUT 180)
+endif()

@@ -258,13 +258,16 @@ struct reel_tlsproc {
 	uint32_t nrefs;
 	char comm[16];	  /* NUL-padded */
 	uint32_t exe_len; /* the program's path, after the refs */
-	uint32_t reserved;
+	/* EXEC: microseconds from the exec to its program hooked; 0 unknown */
+	uint32_t exec_us;
 	/* struct reel_tlsref refs[nrefs]; char exe[exe_len]; */
 };
-#define REEL_TLSPF_AT_START 1 /* scanned when the capture started */
-#define REEL_TLSPF_EXEC	    2 /* scanned after an exec during the capture */
-#define REEL_TLSPF_RESCAN   4 /* scanned again (libraries loaded later) */
-#define REEL_TLSPF_NO_MAPS  8 /* gone before its mappings were read: refs from its program */
+#define REEL_TLSPF_AT_START 1  /* scanned when the capture started */
+#define REEL_TLSPF_EXEC	    2  /* scanned after an exec during the capture */
+#define REEL_TLSPF_RESCAN   4  /* scanned again (libraries loaded later) */
+#define REEL_TLSPF_NO_MAPS  8  /* gone before its mappings were read: refs from its program */
+#define REEL_TLSPF_HELD	    16 /* held stopped at its exec until hooked (exec_us: how long) */
+#define REEL_TLSPF_BEFORE   32 /* its program was examined before its exec (exec_us 0) */
 
 /* CLOCK payload: a CLOCK_MONOTONIC / CLOCK_REALTIME pair read back to back. */
 struct reel_clock {

@@ -6,7 +6,8 @@ released once setup is done (programs attached, capabilities dropped, writer
 started) and reads CapEff/CapPrm of each thread of its parent, reelcap, from
 /proc/PPID/task/*/status. Expected:
   main thread (the drain):   CAP_DAC_READ_SEARCH (file fill), + CAP_DAC_OVERRIDE with -C
-  TLS discovery thread:      CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH
+  TLS discovery thread:      CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH,
+                             CAP_KILL, CAP_SYS_NICE (the exec hold)
                              (--no-tls: without CAP_SYS_ADMIN)
   every other thread:        none (the writer's compression thread)
 
@@ -14,7 +15,7 @@ started) and reads CapEff/CapPrm of each thread of its parent, reelcap, from
 """
 import argparse, json, os, shutil, subprocess, sys
 
-DAC_OVERRIDE, DAC_READ_SEARCH, SYS_PTRACE, SYS_ADMIN = 1, 2, 19, 21
+DAC_OVERRIDE, DAC_READ_SEARCH, KILL, SYS_PTRACE, SYS_ADMIN, SYS_NICE = 1, 2, 5, 19, 21, 23
 
 CHILD = r"""
 import json, os, sys, time
@@ -69,7 +70,7 @@ if os.geteuid() != 0:
 shutil.rmtree(args.work, ignore_errors=True)
 os.makedirs(args.work)
 open(os.path.join(args.work, "child.py"), "w").write(CHILD)
-tls = 1 << SYS_ADMIN | 1 << SYS_PTRACE | 1 << DAC_READ_SEARCH
+tls = 1 << SYS_ADMIN | 1 << SYS_PTRACE | 1 << DAC_READ_SEARCH | 1 << KILL | 1 << SYS_NICE
 ok = run(args, [], 1 << DAC_READ_SEARCH, tls)
 ok &= run(args, ["-C", "1M"], 1 << DAC_READ_SEARCH | 1 << DAC_OVERRIDE, tls)
 ok &= run(args, ["--no-tls"], 1 << DAC_READ_SEARCH, tls & ~(1 << SYS_ADMIN))
