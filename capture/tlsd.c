@@ -53,6 +53,9 @@ struct cap_tlsd {
 	struct req *reqs;	       /* pending requests, in arrival order */
 	struct rec *recs, **recs_tail; /* records for the writer */
 	uint64_t exec_scans;
+	void (*start)(void *ctx); /* the examination at start, first on the thread */
+	void *start_ctx;
+	bool started; /* start is done (atomic) */
 };
 
 static void emit(void *ctx, uint16_t type, const void *payload, uint32_t len)
@@ -214,6 +217,9 @@ static void *run(void *arg)
 	struct cap_tlsd *t = arg;
 
 	cap_thread_normal(); /* ELF scans are not the drain's work */
+	if (t->start)
+		t->start(t->start_ctx);
+	__atomic_store_n(&t->started, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		uint64_t wait_ns = 0;
@@ -256,14 +262,27 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int cap_tlsd_run(struct cap_tlsd *t)
+int cap_tlsd_run(struct cap_tlsd *t, void (*start)(void *ctx), void *ctx)
 {
-	int err = pthread_create(&t->th, NULL, run, t);
+	int err;
 
+	t->start = start;
+	t->start_ctx = ctx;
+	err = pthread_create(&t->th, NULL, run, t);
 	if (err)
 		return -err;
 	t->running = true;
 	return 0;
+}
+
+bool cap_tlsd_running(struct cap_tlsd *t)
+{
+	return t->running;
+}
+
+bool cap_tlsd_started(struct cap_tlsd *t)
+{
+	return __atomic_load_n(&t->started, __ATOMIC_ACQUIRE);
 }
 
 void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, const char *comm, const char *file)
