@@ -78,6 +78,7 @@ static void emit(void *ctx, uint16_t type, const void *payload, uint32_t len)
 struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *attach_ctx)
 {
 	struct cap_tlsd *t = calloc(1, sizeof(*t));
+	pthread_mutexattr_t ma;
 	struct tlsdisc_opts o = {
 		.sz = sizeof(o),
 		.disabled = disabled,
@@ -89,7 +90,13 @@ struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *att
 	if (!t)
 		return NULL;
 	o.emit_ctx = t;
-	pthread_mutex_init(&t->mu, NULL);
+	/* the drain (SCHED_FIFO) takes it for every exec and exit it sees:
+	 * a holder preempted at nice 0 on a busy CPU is lifted to the drain's
+	 * priority until it lets go, instead of keeping the drain waiting */
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&t->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_cond_init(&t->cv, NULL);
 	t->recs_tail = &t->recs;
 	t->disc = tlsdisc_new(&o);
