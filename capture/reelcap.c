@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +24,11 @@
 #include "reel_ring.h"
 #include "reel_trace.skel.h"
 
-#define POLL_MS 100
-/* Every ring is read at least this often, also while a busy one keeps the
- * poll waking: a quiet CPU's few samples otherwise wait below the watermark
- * for up to POLL_MS, and a reader merging by time holds everything recorded
- * meanwhile (at 80 MB/s, 8 MB per 100 ms). */
+/* Every ring is read at least this often, and the block closed once it is
+ * --flush-ms old, whether a ring's wakeup came or not (the loop waits at
+ * most until the next sweep is due): a quiet CPU's few samples otherwise
+ * wait below the watermark, and a reader merging by time holds everything
+ * recorded meanwhile (at 80 MB/s, 8 MB per 100 ms). */
 #define SWEEP_MS 20
 /* A sample is stamped as the kernel writes it into its ring: microseconds
  * before a reader can see it. --print takes everything stamped this much
@@ -57,8 +58,11 @@ struct cap_run {
 	pid_t child;
 	int child_status;
 	bool child_done, pid_filter;
-	int write_err;	  /* the file refused a write: the capture stopped */
-	bool out_created; /* out_path is a file this run created (not a FIFO, /dev/null) */
+	int write_err;	   /* the file refused a write: the capture stopped */
+	bool out_created;  /* out_path is a file this run created (not a FIFO, /dev/null) */
+	bool step_failed;  /* the loop stopped on an error (said): no more rounds */
+	bool start_failed; /* the command could not be released (said) */
+	bool detached;	   /* the programs are gone (detach_thread) */
 	uint64_t t0;
 };
 
@@ -442,7 +446,109 @@ static int setup_output(struct cap_run *r)
 	cap_procscan_write(&r->ps, o, r->npids ? r->pids : NULL, r->npids, r->out);
 	cap_procscan_free(&r->ps);
 	cap_tls_flush(r->tls, r->out);
+	return 0;
+}
 
+/* The loop's clocks (CLOCK_MONOTONIC ns): the last sweep of every ring,
+ * CLOCK record, STATS record and --stats line. */
+struct loop_clock {
+	uint64_t all, clock, stats, line;
+};
+
+/* How long the next wait may be: until the next sweep is due. A quiet
+ * CPU's samples never reach the watermark, and the writer closes a block
+ * by age only when asked (cap_out_tick): both happen here, so the loop
+ * comes round every SWEEP_MS whatever wakes it or not. */
+static int poll_timeout_ms(const struct loop_clock *lc, uint64_t now)
+{
+	uint64_t due = lc->all + SWEEP_MS * 1000000ull;
+
+	return now >= due ? 0 : (int)((due - now + 999999) / 1000000);
+}
+
+/* One round: wait for a ring's wakeup or the next sweep, drain, close the
+ * block that is old enough, rotate, write the TLS report records, CLOCK
+ * and STATS. 0, or -1 when the capture must stop (said why). */
+static int capture_step(struct cap_run *r, struct loop_clock *lc)
+{
+	const struct cap_opts *o = r->o;
+	struct reel_writer_stats ws;
+	uint64_t now = reel_now_mono_ns();
+	bool all;
+	int err;
+
+	err = cap_drain_poll(r->d, poll_timeout_ms(lc, now));
+	now = reel_now_mono_ns();
+	all = now - lc->all >= SWEEP_MS * 1000000ull;
+	if (all && err >= 0) {
+		/* every ring read after `now`: all before it is in hand, less
+		 * a record in flight */
+		err = cap_drain_consume_all(r->d);
+		cap_out_live_tick(r->out, now - LIVE_SLACK_NS);
+		lc->all = now;
+	}
+	if (err < 0) {
+		fprintf(stderr, "reelcap: polling the rings failed: %s (%d)\n", strerror(-err),
+			-err);
+		return -1;
+	}
+	now = reel_now_mono_ns();
+	cap_out_stats(r->out, &ws);
+	cap_bpf_set_user_level(r->skel, &ws);
+	err = cap_out_tick(r->out, now);
+	if (err < 0) {
+		/* what is not written is counted: the file ends with those
+		 * counts (the writer kept room for them) */
+		r->write_err = err;
+		if (!cap_out_removed(r->out)) /* (else said, with what it took) */
+			fprintf(stderr,
+				"reelcap: writing %s failed: %s (%d); stopping the capture: what "
+				"was not written is counted in the file's DROP and LOST records\n",
+				cap_out_path(r->out), reel_strerror(err), -err);
+		return -1;
+	}
+	if (err == 1) {
+		/* a rotated file stands alone: clock pair and process table */
+		write_clock(r->out);
+		lc->clock = now;
+		write_procs(r);
+		cap_tls_rotated(r->tls);
+	}
+	cap_tls_flush(r->tls, r->out);
+	if (now - lc->clock >= CLOCK_PERIOD_NS) {
+		write_clock(r->out);
+		lc->clock = now;
+	}
+	if (now - lc->stats >= STATS_PERIOD_NS) {
+		cap_drain_write_stats(r->d);
+		lc->stats = now;
+	}
+	if (o->stats_s && now - lc->line >= o->stats_s * 1e9) {
+		struct cap_disk disk;
+
+		cap_out_disk(r->out, &disk);
+		stats_line("", r->d, &ws, cap_out_cut_bytes(r->out), &disk, r->t0);
+		lc->line = now;
+	}
+	return 0;
+}
+
+/* Drains while the TLS examination at start runs (seconds on a busy host:
+ * the programs are attached already), then releases the command and says
+ * the capture is ready: a TLS library installed, the command's program and
+ * every process there was are hooked by then. 0 or -1 (said why). */
+static int begin_capture(struct cap_run *r, struct loop_clock *lc)
+{
+	const struct cap_opts *o = r->o;
+
+	while (!cap_tls_started(r->tls) && !stop_sig) {
+		if (capture_step(r, lc)) {
+			r->step_failed = true;
+			return -1;
+		}
+	}
+	if (stop_sig)
+		return -1;
 	if (r->child) {
 		if (write(r->go_fd, "g", 1) != 1) {
 			fprintf(stderr, "reelcap: cannot release the command: %s\n",
@@ -460,73 +566,23 @@ static int setup_output(struct cap_run *r)
 }
 
 /* Drains the rings until a signal, -G, -c or the command's exit. */
-static void capture_loop(struct cap_run *r)
+static void capture_loop(struct cap_run *r, struct loop_clock *lc)
 {
 	const struct cap_opts *o = r->o;
-	uint64_t last_all, last_clock, last_stats, last_line;
-	struct reel_writer_stats ws;
-	int err;
 
-	r->t0 = last_all = last_clock = last_stats = last_line = reel_now_mono_ns();
+	lc->all = lc->clock = lc->stats = lc->line = reel_now_mono_ns();
+	r->t0 = lc->all;
+	if (begin_capture(r, lc)) {
+		r->start_failed = !stop_sig;
+		return;
+	}
+	r->t0 = reel_now_mono_ns(); /* -G counts from here */
 	while (!stop_sig) {
-		uint64_t now = reel_now_mono_ns();
-		bool all = now - last_all >= SWEEP_MS * 1000000ull;
-
-		err = cap_drain_poll(r->d, POLL_MS);
-		if (all && err >= 0) {
-			/* every ring read after `now`: all before it is in hand, less
-			 * a record in flight */
-			now = reel_now_mono_ns();
-			err = cap_drain_consume_all(r->d);
-			cap_out_live_tick(r->out, now - LIVE_SLACK_NS);
-		}
-		if (err < 0) {
-			fprintf(stderr, "reelcap: polling the rings failed: %s (%d)\n",
-				strerror(-err), -err);
+		if (capture_step(r, lc)) {
+			r->step_failed = true;
 			break;
 		}
-		now = reel_now_mono_ns();
-		if (all)
-			last_all = now;
-		cap_out_stats(r->out, &ws);
-		cap_bpf_set_user_level(r->skel, &ws);
-		err = cap_out_tick(r->out, now);
-		if (err < 0) {
-			/* what is not written is counted: the file ends with those
-			 * counts (the writer kept room for them) */
-			r->write_err = err;
-			if (!cap_out_removed(r->out)) /* (else said, with what it took) */
-				fprintf(stderr,
-					"reelcap: writing %s failed: %s (%d); stopping the "
-					"capture: what was not written is counted in the file's "
-					"DROP and LOST records\n",
-					cap_out_path(r->out), reel_strerror(err), -err);
-			break;
-		}
-		if (err == 1) {
-			/* a rotated file stands alone: clock pair and process table */
-			write_clock(r->out);
-			last_clock = now;
-			write_procs(r);
-			cap_tls_rotated(r->tls);
-		}
-		cap_tls_flush(r->tls, r->out);
-		if (now - last_clock >= CLOCK_PERIOD_NS) {
-			write_clock(r->out);
-			last_clock = now;
-		}
-		if (now - last_stats >= STATS_PERIOD_NS) {
-			cap_drain_write_stats(r->d);
-			last_stats = now;
-		}
-		if (o->stats_s && now - last_line >= o->stats_s * 1e9) {
-			struct cap_disk disk;
-
-			cap_out_disk(r->out, &disk);
-			stats_line("", r->d, &ws, cap_out_cut_bytes(r->out), &disk, r->t0);
-			last_line = now;
-		}
-		if (o->duration_s && now - r->t0 >= o->duration_s * 1e9)
+		if (o->duration_s && reel_now_mono_ns() - r->t0 >= o->duration_s * 1e9)
 			break;
 		if (cap_drain_count_reached(r->d))
 			break;
@@ -537,9 +593,60 @@ static void capture_loop(struct cap_run *r)
 	}
 }
 
+/* Stopped by a signal, -G or -c: the signal passed on to the command, which
+ * gets 2 s to exit while the rings are still drained (its last calls). */
+static void stop_command(struct cap_run *r, struct loop_clock *lc)
+{
+	uint64_t until = reel_now_mono_ns() + 2000000000ull;
+
+	kill(r->child, stop_sig ? stop_sig : SIGTERM);
+	while (!r->child_done && reel_now_mono_ns() < until) {
+		if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
+			r->child_done = true;
+		else if (r->step_failed)
+			usleep(50000); /* the output failed: only wait */
+		else if (capture_step(r, lc))
+			r->step_failed = true;
+	}
+}
+
+static void *detach_thread(void *arg)
+{
+	struct cap_run *r = arg;
+
+	cap_tls_detach(r->tls);
+	cap_bpf_detach(r->skel);
+	__atomic_store_n(&r->detached, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Detaches the programs (the TLS uprobes first) on a thread of its own
+ * while this one drains on: each uprobe's detach waits for an RCU grace
+ * period of its own (~0.1 s, one after another in the kernel: seconds for
+ * a few dozen), and the programs emit until they are gone. Drained only
+ * after it, their records waited in the rings all that time and came out
+ * a ring at a time: the first ring's in blocks cut by their age, the
+ * next ring's, as old, in one block after them. */
+static void detach_draining(struct cap_run *r, struct loop_clock *lc)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, detach_thread, r)) {
+		detach_thread(r);
+		return;
+	}
+	while (!__atomic_load_n(&r->detached, __ATOMIC_ACQUIRE)) {
+		if (r->step_failed || capture_step(r, lc)) {
+			r->step_failed = true;
+			break;
+		}
+	}
+	pthread_join(th, NULL);
+}
+
 /* After the loop: collects the command, drains the rest, writes the final
  * STATS, closes the file. Returns the exit status. */
-static int finish(struct cap_run *r)
+static int finish(struct cap_run *r, struct loop_clock *lc)
 {
 	const struct cap_opts *o = r->o;
 	struct reel_writer_stats ws;
@@ -548,20 +655,11 @@ static int finish(struct cap_run *r)
 	uint64_t ks[CAP_KSTATS], cut;
 	int err;
 
-	if (r->child && !r->child_done) {
-		/* stopped by a signal, -G or -c: pass the signal on and collect the command */
-		kill(r->child, stop_sig ? stop_sig : SIGTERM);
-		for (int i = 0; i < 40 && !r->child_done; i++) {
-			if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
-				r->child_done = true;
-			else
-				usleep(50000);
-		}
-	}
+	if (r->child && !r->child_done)
+		stop_command(r, lc);
 	/* detach first: what the programs emit until they are gone is drained
 	 * into the file too (and counted) */
-	cap_tls_detach(r->tls);
-	cap_bpf_detach(r->skel);
+	detach_draining(r, lc);
 	while (cap_drain_consume_all(r->d) > 0)
 		; /* a pass reads at most 2 MiB of a ring */
 	cap_tls_finish(r->tls, r->out, o->quiet);
@@ -614,7 +712,7 @@ static int finish(struct cap_run *r)
 		fprintf(stderr, "reelcap: exit status 1: the files were not rotated as -C asked\n");
 	/* an output that failed (a refused write, a rotation that could not
 	 * happen, a file removed) outranks the command's status */
-	if (err || r->write_err || rotate_failed)
+	if (err || r->write_err || rotate_failed || r->start_failed)
 		return 1;
 	if (r->child && r->child_done)
 		return child_status_exit(r->child_status);
@@ -700,8 +798,10 @@ int main(int argc, char **argv)
 	sigaction(SIGPIPE, &sa, NULL);
 
 	if (!setup_targets(&r) && !setup_bpf(&r) && !setup_output(&r)) {
-		capture_loop(&r);
-		ret = finish(&r);
+		struct loop_clock lc;
+
+		capture_loop(&r, &lc);
+		ret = finish(&r, &lc);
 	}
 	teardown(&r);
 out:

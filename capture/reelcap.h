@@ -298,13 +298,16 @@ struct cap_tls;
  * only they use get one entry. 0 or -EINVAL. */
 int cap_tls_noload(struct reel_trace *skel);
 /* After the programs are attached and before capabilities are dropped:
- * examines and hooks the system's TLS libraries, --libssl, the command's
- * program and the processes in scope, then starts the discovery thread
- * (which keeps the capabilities it needs). child: the held command (0 if
- * none). NULL on ENOMEM. */
+ * starts the discovery thread (which keeps the capabilities it needs), which
+ * first examines and hooks the system's TLS libraries, --libssl, the
+ * command's program and the processes in scope (ps: read now), while the
+ * main thread drains; cap_tls_started says when that is done. child: the
+ * held command (0 if none). NULL on ENOMEM. */
 struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
 			      const struct cap_procscan *ps, const uint32_t *pids, int npids,
 			      pid_t child);
+/* Whether the examination at start is done (true for NULL). */
+bool cap_tls_started(struct cap_tls *t);
 /* A cap_drain_sample_fn (ctx: the cap_tls): PROC_EXEC and PROC_EXIT go to
  * the discovery thread. */
 void cap_tls_sample(void *ctx, const void *data, uint32_t size);

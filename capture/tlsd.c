@@ -83,6 +83,9 @@ struct cap_tlsd {
 	} recent[RECENT]; /* execs reported with their program */
 	unsigned recent_next;
 	struct cap_tlsd_hold_stats hs;
+	void (*start)(void *ctx); /* the examination at start, first on the thread */
+	void *start_ctx;
+	bool started; /* start is done (atomic) */
 };
 
 static void emit(void *ctx, uint16_t type, const void *payload, uint32_t len)
@@ -168,6 +171,7 @@ struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *att
 			      const struct cap_tlsd_maps *m)
 {
 	struct cap_tlsd *t = calloc(1, sizeof(*t));
+	pthread_mutexattr_t ma;
 	struct tlsdisc_opts o = {
 		.sz = sizeof(o),
 		.disabled = disabled,
@@ -186,7 +190,13 @@ struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *att
 	t->m.execq_fd = t->m.seen_fd = t->m.held_fd = -1;
 	if (m)
 		t->m = *m;
-	pthread_mutex_init(&t->mu, NULL);
+	/* the drain (SCHED_FIFO) takes it for every exec and exit it sees:
+	 * a holder preempted at nice 0 on a busy CPU is lifted to the drain's
+	 * priority until it lets go, instead of keeping the drain waiting */
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&t->mu, &ma);
+	pthread_mutexattr_destroy(&ma);
 	t->recs_tail = &t->recs;
 	t->disc = tlsdisc_new(&o);
 	if (!t->disc || open_fds(t)) {
@@ -441,8 +451,13 @@ static void *run(void *arg)
 	struct cap_tlsd *t = arg;
 
 	cap_thread_normal(); /* ELF scans are not the drain's work */
+	/* the examination at start (attaching what it finds) first, with the
+	 * capabilities it was started with */
+	if (t->start)
+		t->start(t->start_ctx);
 	/* failing, it keeps more: nothing it does fails */
 	cap_tls_thread_caps(t->attach);
+	__atomic_store_n(&t->started, true, __ATOMIC_RELEASE);
 	for (;;) {
 		uint64_t wait_ns = 0;
 		struct req *r;
@@ -490,14 +505,27 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int cap_tlsd_run(struct cap_tlsd *t)
+int cap_tlsd_run(struct cap_tlsd *t, void (*start)(void *ctx), void *ctx)
 {
-	int err = pthread_create(&t->th, NULL, run, t);
+	int err;
 
+	t->start = start;
+	t->start_ctx = ctx;
+	err = pthread_create(&t->th, NULL, run, t);
 	if (err)
 		return -err;
 	t->running = true;
 	return 0;
+}
+
+bool cap_tlsd_running(struct cap_tlsd *t)
+{
+	return t->running;
+}
+
+bool cap_tlsd_started(struct cap_tlsd *t)
+{
+	return __atomic_load_n(&t->started, __ATOMIC_ACQUIRE);
 }
 
 void cap_tlsd_exec(struct cap_tlsd *t, uint32_t pid, uint64_t exec_ns, const char *comm,

@@ -33,13 +33,19 @@ struct cap_tlsd_hold_stats {
 struct cap_tlsd *cap_tlsd_new(bool disabled, tlsdisc_attach_fn attach, void *attach_ctx,
 			      const struct cap_tlsd_maps *m);
 
-/* The discovery itself, for the synchronous scans at start: only before
- * cap_tlsd_run or after cap_tlsd_stop. */
+/* The discovery itself: for the start function given to cap_tlsd_run (on
+ * the thread), or on the caller's thread before cap_tlsd_run or after
+ * cap_tlsd_stop. */
 struct tlsdisc *cap_tlsd_disc(struct cap_tlsd *t);
 
 /* Starts the thread (before the main thread drops its capabilities, which
- * the thread keeps). 0 or -errno. */
-int cap_tlsd_run(struct cap_tlsd *t);
+ * the thread keeps); it runs start(ctx) first (NULL: nothing), the
+ * examination at start, while the main thread drains. 0 or -errno. */
+int cap_tlsd_run(struct cap_tlsd *t, void (*start)(void *ctx), void *ctx);
+
+/* Whether the thread runs, and whether it is past start(ctx). */
+bool cap_tlsd_running(struct cap_tlsd *t);
+bool cap_tlsd_started(struct cap_tlsd *t);
 
 /* From the main thread: a process in scope exec'd `file` at exec_ns (mono)
  * and is now `comm` (scan now, unless tls_execq brought it already, and

@@ -38,6 +38,12 @@ struct cap_tls {
 	uint32_t self;
 	int held_fd;
 	int watch_fd; /* the watchdog's pipe (tlshold.h), -1: none */
+	/* for the examination at start (start_scan) */
+	const char *libssl, *cmd;
+	bool quiet;
+	pid_t child;
+	uint32_t *scope; /* the processes in scope at start */
+	int nscope;
 };
 
 /* cmd as execvp would find it: with a '/', as is; else along PATH. */
@@ -81,16 +87,39 @@ static void hold_start(struct cap_tls *t, const struct cap_opts *o)
 	t->skel->bss->tls_hold = 1;
 }
 
+/* Steps 1-4, on the discovery thread (which has the capabilities they need)
+ * while the main thread drains: they take seconds on a host with many
+ * processes, and the rings fill meanwhile. */
+static void start_scan(void *ctx)
+{
+	struct cap_tls *t = ctx;
+	struct tlsdisc *disc = cap_tlsd_disc(t->d);
+	char prog[4096];
+	int err;
+
+	tlsdisc_scan_system(disc);
+	if (t->libssl) {
+		err = tlsdisc_scan_file(disc, t->libssl);
+		if (err <= 0 && !t->quiet)
+			fprintf(stderr, "reelcap: warning: --libssl %s: %s\n", t->libssl,
+				err ? strerror(-err) : "no TLS functions found in it");
+	}
+	if (t->cmd && !find_program(t->cmd, prog, sizeof(prog)))
+		tlsdisc_scan_program(disc, 0, "", prog, getenv("LD_LIBRARY_PATH"));
+	for (int i = 0; i < t->nscope; i++)
+		if (t->scope[i] != (uint32_t)t->child) /* still reelcap's fork: scanned at exec */
+			tlsdisc_scan_pid(disc, t->scope[i], REEL_TLSPF_AT_START);
+	free(t->scope);
+	t->scope = NULL;
+}
+
 struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
 			      const struct cap_procscan *ps, const uint32_t *pids, int npids,
 			      pid_t child)
 {
 	struct cap_tls *t = calloc(1, sizeof(*t));
 	struct cap_tlsd_maps maps = {.execq_fd = -1, .seen_fd = -1, .held_fd = -1};
-	struct tlsdisc *disc;
-	uint32_t *scope;
-	char prog[4096];
-	int n, err;
+	int err;
 
 	if (!t)
 		return NULL;
@@ -109,31 +138,31 @@ struct cap_tls *cap_tls_start(struct reel_trace *skel, const struct cap_opts *o,
 		cap_tls_free(t);
 		return NULL;
 	}
-	disc = cap_tlsd_disc(t->d);
-	tlsdisc_scan_system(disc);
-	if (o->libssl) {
-		err = tlsdisc_scan_file(disc, o->libssl);
-		if (err <= 0 && !o->quiet)
-			fprintf(stderr, "reelcap: warning: --libssl %s: %s\n", o->libssl,
-				err ? strerror(-err) : "no TLS functions found in it");
+	t->libssl = o->libssl;
+	t->cmd = o->cmd ? o->cmd[0] : NULL;
+	t->quiet = o->quiet;
+	t->child = child;
+	t->scope = malloc(sizeof(*t->scope) * (ps->n + 1));
+	t->nscope =
+		t->scope ? cap_procscan_in_scope(ps, o, npids ? pids : NULL, npids, t->scope, ps->n)
+			 : 0;
+	err = cap_tlsd_run(t->d, start_scan, t);
+	if (err) {
+		start_scan(t); /* here, then: the capture waits for it */
+		if (!o->quiet)
+			fprintf(stderr,
+				"reelcap: warning: no TLS discovery after start (thread: %s); "
+				"programs exec'd later are not hooked\n",
+				strerror(-err));
 	}
-	if (o->cmd && !find_program(o->cmd[0], prog, sizeof(prog)))
-		tlsdisc_scan_program(disc, 0, "", prog, getenv("LD_LIBRARY_PATH"));
-	scope = malloc(sizeof(*scope) * (ps->n + 1));
-	n = scope ? cap_procscan_in_scope(ps, o, npids ? pids : NULL, npids, scope, ps->n) : 0;
-	for (int i = 0; i < n; i++)
-		if (scope[i] != (uint32_t)child) /* still reelcap's fork: scanned at its exec */
-			tlsdisc_scan_pid(disc, scope[i], REEL_TLSPF_AT_START);
-	free(scope);
-	err = cap_tlsd_run(t->d);
-	if (err && !o->quiet)
-		fprintf(stderr,
-			"reelcap: warning: no TLS discovery after start (thread: %s); "
-			"programs exec'd later are not hooked\n",
-			strerror(-err));
 	if (!err && !o->no_tls)
 		hold_start(t, o);
 	return t;
+}
+
+bool cap_tls_started(struct cap_tls *t)
+{
+	return !t || !cap_tlsd_running(t->d) || cap_tlsd_started(t->d);
 }
 
 void cap_tls_sample(void *ctx, const void *data, uint32_t size)
@@ -255,5 +284,6 @@ void cap_tls_free(struct cap_tls *t)
 		cap_tlshold_sweep(t->held_fd, UINT64_MAX);
 		close(t->watch_fd); /* the watchdog sweeps once more and exits */
 	}
+	free(t->scope);
 	free(t);
 }
