@@ -265,6 +265,16 @@ static void note_damage(struct play *r, int err)
 	reel_pipeline__note_damage(r->pipe, fi, msg);
 }
 
+/* Records merged by a window (an input without a footer index) or out of
+ * timestamp order: said on stderr, whatever -q, with the counts. */
+static void merge_warning(struct play *r)
+{
+	char msg[512];
+
+	if (reel_merge__describe(r->merge, msg, sizeof(msg)) > 0)
+		fprintf(stderr, "%sreelplay: warning: %s\n", r->pg.drawn ? "\r\033[K" : "", msg);
+}
+
 /* Every merged record into the pipeline, then finish. 0 or 1. */
 static int replay(struct play *r)
 {
@@ -294,6 +304,7 @@ static int replay(struct play *r)
 			progress_show(pg, false);
 	}
 	progress_show(pg, true);
+	merge_warning(r);
 	err = reel_pipeline__finish(r->pipe);
 	if (err) {
 		fprintf(stderr, "reelplay: output error: %s\n", strerror(-err));

@@ -347,6 +347,7 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 	const struct reel_header *h0;
 	struct tool_out o = {0};
 	struct reel_merge *m = NULL;
+	char msgbuf[512];
 	struct reel_record rec;
 	uint64_t t0 = 0, records = 0, bad = 0;
 	bool have_t0 = false;
@@ -437,9 +438,8 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 		goto out;
 	}
 	printf("merged %d files, %" PRIu64 " records into %s\n", n, records, out);
-	if (reel_merge__out_of_order(m))
-		tool_err("%" PRIu64 " records written out of timestamp order (merge window full)",
-			 reel_merge__out_of_order(m));
+	if (reel_merge__describe(m, msgbuf, sizeof(msgbuf)) > 0)
+		tool_err("warning: %s", msgbuf);
 	if (bad)
 		status = EXIT_DAMAGE;
 out:
