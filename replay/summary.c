@@ -251,6 +251,11 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 		t->drop_records, t->damaged_blocks, t->filtered);
 	if (t->reorder_forced)
 		fprintf(f, "reorder window overflowed %" PRIu64 " times\n", t->reorder_forced);
+	if (t->reorder_late)
+		fprintf(f,
+			"%" PRIu64 " records released out of timestamp order by the reorder "
+			"window, up to %.3f s late\n",
+			t->reorder_late, (double)t->reorder_late_ns / 1e9);
 	if (!s->list)
 		return;
 

@@ -27,6 +27,7 @@ struct reel_summary_totals {
 	uint64_t twin_bytes; /* TWIN chunks' bytes taken from the peer's (twin.c) */
 	uint64_t lost_samples, lost_records, dropped_records, dropped_bytes, drop_records;
 	uint64_t damaged_blocks, filtered, reorder_forced;
+	uint64_t reorder_late, reorder_late_ns; /* live input released out of order, how late */
 	uint64_t first_real_ns, last_real_ns;
 };
 
