@@ -91,6 +91,7 @@ struct msrc {
 	 * checks the index and seek table). */
 	const struct reel_block_info *bi;
 	uint32_t *ord;
+	uint64_t *before; /* before[b]: newest ts of the blocks before b in the file */
 	uint32_t nord, next;
 	bool tail;
 	bool exact;	/* bound is exact: no record to come is older */
@@ -547,10 +548,10 @@ static int ordkey_cmp(const void *pa, const void *pb)
 }
 
 /* A source with a footer index: its blocks (those a seek did not skip) in
- * the order of their ts_min, and how late the latest block's records reached
- * the file (the most a block's ts_min is below the ts_max of a block before
- * it). 0, -1 without an index, -ENOMEM. */
-static int plan_source(struct reel_merge *m, struct msrc *s)
+ * the order of their ts_min, and for each the newest timestamp of the
+ * blocks before it in the file (how late its records reached the file is
+ * measured from there). 0, -1 without an index, -ENOMEM. */
+static int plan_source(struct msrc *s)
 {
 	const struct reel_block_info *bi;
 	int nb = reel_reader__index_noscan(s->r, &bi);
@@ -563,23 +564,21 @@ static int plan_source(struct reel_merge *m, struct msrc *s)
 		return -1;
 	k = malloc(((size_t)nb + 1) * sizeof(*k));
 	s->ord = malloc(((size_t)nb + 1) * sizeof(*s->ord));
-	if (!k || !s->ord) {
+	s->before = malloc(((size_t)nb + 1) * sizeof(*s->before));
+	if (!k || !s->ord || !s->before) {
 		free(k);
 		return -ENOMEM;
 	}
 	for (uint32_t b = 0; b < (uint32_t)nb; b++) {
 		bool has = bi[b].records && bi[b].ts_min <= bi[b].ts_max;
 
+		s->before[b] = newest;
+		if (has && bi[b].ts_max > newest)
+			newest = bi[b].ts_max;
 		if (reel_reader__block_frame_pos(s->r, b, &fi) < fi)
 			continue; /* before where the reader was sought to */
 		k[n].ts = has ? bi[b].ts_min : UINT64_MAX;
 		k[n++].b = b;
-		if (!has)
-			continue;
-		if (newest > bi[b].ts_min && newest - bi[b].ts_min > m->st.max_delay_ns)
-			m->st.max_delay_ns = newest - bi[b].ts_min;
-		if (bi[b].ts_max > newest)
-			newest = bi[b].ts_max;
 	}
 	qsort(k, n, sizeof(*k), ordkey_cmp);
 	for (uint32_t j = 0; j < n; j++)
@@ -631,7 +630,7 @@ struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 		int rc;
 
 		s->r = readers[i];
-		rc = plan_source(m, s);
+		rc = plan_source(s);
 		if (rc == -ENOMEM)
 			goto nomem;
 		if (rc)
@@ -711,6 +710,7 @@ static int pull_block(struct reel_merge *m, int i)
 	struct msrc *s = &m->src[i];
 	struct reel_reader *r = s->r;
 	uint32_t b = s->ord[s->next];
+	uint64_t newest;
 	struct ment e;
 	bool taken;
 	int rc;
@@ -734,7 +734,13 @@ static int pull_block(struct reel_merge *m, int i)
 		snprintf(m->errmsg, sizeof(m->errmsg), "file %d: %s", i, reel_reader__errmsg(r));
 		return rc;
 	}
+	newest = s->before[b];
 	while (reel_reader__next_in_block_inl(r, &e.rec)) {
+		/* how late it reached the file: after newer ones (file order) */
+		if (e.rec.ts_ns > newest)
+			newest = e.rec.ts_ns;
+		else if (newest - e.rec.ts_ns > m->st.max_delay_ns)
+			m->st.max_delay_ns = newest - e.rec.ts_ns;
 		if (s->exact && (e.rec.ts_ns < s->bi[b].ts_min || e.rec.ts_ns > s->bi[b].ts_max)) {
 			s->exact = false;
 			m->st.inputs_exact--;
@@ -933,8 +939,10 @@ void reel_merge__free(struct reel_merge *m)
 	}
 	free_blk_list(m->free_blks);
 	free_blk_list(m->spare);
-	for (int i = 0; m->src && i < m->n; i++)
+	for (int i = 0; m->src && i < m->n; i++) {
 		free(m->src[i].ord);
+		free(m->src[i].before);
+	}
 	free(m->rmap);
 	free(m->heap);
 	free(m->src);

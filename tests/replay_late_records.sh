@@ -62,6 +62,7 @@ check() {
 }
 
 check post 1087
+expect "post: note on the late records" 1 "$(grep -c '^reelplay: note: records reached the file up to 4.452 s after newer ones (a CPU.s ring drained late); merged in order by the footer index$' "$w.sum.err")"
 expect "post: server rows" 1 "$(grep '^http1 ' "$w.sum" | grep -vc '(all)')"
 expect "post: server row" 1 "$(grep -c '^http1   127.0.0.1:19100  *4  *4 ' "$w.sum")"
 expect "post: tcp:python3 rows" 0 "$(grep -c 'tcp:python3' "$w.sum")"
@@ -82,6 +83,7 @@ else
 fi
 
 check tls 2513
+expect "tls: note on the late records" 1 "$(grep -c '^reelplay: note: records reached the file up to 7.446 s after newer ones' "$w.sum.err")"
 expect "tls: http2 server rows" 1 "$(grep -c '^http2   127.0.0.1:19443  *1  *4 ' "$w.sum")"
 expect "tls: GET /api/hello answered 200" 3 \
 	"$(grep -c '"method":"GET","target":"/api/hello","status":200,' "$w.jsonl")"
