@@ -1,15 +1,28 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Timestamp merge across readers. Each reader's records are roughly in time
- * order (per CPU exactly, interleaved within one drain cycle); records are
- * held until every live reader has read past ts + window_ns, then released
- * by (ts, file_idx, cpu, order of appearance in the file).
+ * Timestamp merge across readers.
  *
- * reelcap drains every ring at least every 100 ms, but a ring with a backlog
- * a pass at a time: a record with time T is in the file before any record
- * stamped later than T plus the time a backlog took to drain, which a busy
- * host can stretch past 500 ms. The window is 2 s by default; memory stays
- * bounded by the bytes held (below), not by the window.
+ * Exact, for files with a footer index (every cleanly closed file): the
+ * index gives each block's smallest timestamp, so the merge reads a file's
+ * blocks in the order of those (a block of records that reached the file
+ * late, at its end, is read as soon as its time comes) and releases a held
+ * record once it is older than the smallest timestamp of every block not
+ * read yet: nothing still to come can precede it, whatever the delay. Only
+ * the blocks whose time spans overlap are held at once (a CPU's backlog
+ * written late, and the blocks of its time), not the file. A block whose
+ * records disagree with its index entry turns that file to the window.
+ *
+ * By a time window, for a file without a usable index (truncated, still
+ * being written, a pipe): each reader's records are roughly in time order
+ * (per CPU exactly, interleaved within one drain cycle); records are held
+ * until every live reader has read past ts + window_ns. A record that
+ * reaches the file more than the window after a newer one is released out
+ * of order: reel_merge__stats counts those and the largest delay seen, for
+ * the caller to say so.
+ *
+ * Either way records are released by (ts, file_idx, cpu, order of
+ * appearance in the file), and memory is bounded by the bytes of the blocks
+ * held alive (max_held_bytes; past it the oldest goes, counted as forced).
  *
  * No record is copied. A held record points into its decompressed block,
  * which stays alive (reference counted) while any of its records is held or
@@ -18,25 +31,22 @@
  * (a per-CPU stream is already in time order, so a record is appended in
  * O(1)); a record that would land far back in its run starts a new run. A
  * small heap of runs, keyed by each run's first record, gives the next
- * record in O(log runs). Memory is bounded by the bytes of the blocks held
- * alive (not by time, which would grow with the event rate).
- *
- * Files with a footer index (every cleanly closed file) release sooner: a
- * record older than the oldest timestamp of every block not yet read (the
- * index has each block's ts_min) cannot be preceded by anything still to
- * come, so it goes at once instead of after the window.
+ * record in O(log runs).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "format_internal.h"
 #include "reel_reader_internal.h"
 
-/* 2 s: a ring is drained at least every 100 ms, but one with a backlog is
- * read a pass at a time (capture/drain.c), so on a busy host a CPU's
- * records can reach the file more than 500 ms after another's of the same
- * time (capture_twin's file, 32 MiB rings, both ends of 1 MiB bursts). */
+/* Files without an index. 2 s: a ring is drained at least every 100 ms,
+ * but one with a backlog is read a pass at a time (capture/drain.c), so on
+ * a busy host a CPU's records can reach the file more than 500 ms after
+ * another's of the same time (capture_twin's file, 32 MiB rings, both ends
+ * of 1 MiB bursts), and seconds when its ring is not drained (issue 22's
+ * captures: 4.5 and 7.4 s): files with an index do not depend on it. */
 #define DEFAULT_WINDOW_NS      2000000000ull
 #define DEFAULT_MAX_HELD       1000000u
 #define DEFAULT_MAX_HELD_BYTES (64ull << 20)
@@ -78,11 +88,16 @@ struct msrc {
 	uint64_t seq;
 	bool done;
 	struct mblk *cur; /* wraps r->buf */
-	/* From the file's index: smin[b] = lowest timestamp in blocks b.. (no
-	 * record still to come from this file is older than bound). */
-	uint64_t *smin;
-	uint32_t nblk;
-	uint64_t bound;
+	/* A file with an index: its blocks in the order of their ts_min
+	 * (ord[next..] not read yet); tail once all are read (the reader then
+	 * checks the index and seek table). */
+	const struct reel_block_info *bi;
+	uint32_t *ord;
+	uint64_t *before; /* before[b]: newest ts of the blocks before b in the file */
+	uint32_t nord, next;
+	bool tail;
+	bool exact;	/* bound is exact: no record to come is older */
+	uint64_t bound; /* exact: ts_min of ord[next] (UINT64_MAX: none) */
 };
 
 struct rmap_ent {
@@ -120,8 +135,7 @@ struct reel_merge {
 	uint64_t nheld;
 	uint64_t held_bytes; /* bytes of blocks kept alive by held records */
 	uint64_t last_ts;    /* newest ts released */
-	bool use_bound;	     /* every source has an index */
-	uint64_t out_of_order;
+	struct reel_merge_stats st;
 	char errmsg[600];
 };
 
@@ -487,41 +501,99 @@ static int hold(struct reel_merge *m, const struct ment *e)
 /* ------------------------------------------------------------------ */
 /* API                                                                 */
 
-/* The source to read next (the one read least far, -1 when all are done)
- * and the release threshold of the top record: ripe once the window passed
- * it (lo >= ts && lo - ts >= window, lo the least frontier) or, with
- * indexes, when it is older than every record still to come (ts < bound).
- * Only a pull changes what these come from. */
+/* No record still to come from source s is older than this: exact from
+ * the index, else assumed from the window. */
+static inline uint64_t src_bound(const struct reel_merge *m, const struct msrc *s)
+{
+	if (s->exact || s->tail)
+		return s->bound;
+	/* window_ns >= 1: frontier - window_ns + 1 does not wrap */
+	return s->frontier >= m->o.window_ns ? s->frontier - m->o.window_ns + 1 : 0;
+}
+
+/* The source to read next (the one whose records to come may be oldest, -1
+ * when all are done) and the release threshold of the top record: ripe
+ * when older than every record still to come (ts < ripe_below). Only a
+ * pull changes what these come from. */
 static inline void limits(struct reel_merge *m)
 {
-	uint64_t lo = UINT64_MAX, bound = UINT64_MAX, below = 0;
+	uint64_t lo = UINT64_MAX;
 	int pick = -1;
 
-	if (m->n == 1) {
-		if (!m->src[0].done) {
-			pick = 0;
-			lo = m->src[0].frontier;
-			bound = m->src[0].bound;
-		}
-	} else {
-		for (int i = 0; i < m->n; i++) {
-			if (m->src[i].done)
-				continue;
-			if (m->src[i].bound < bound)
-				bound = m->src[i].bound;
-			if (pick < 0 || m->src[i].frontier < lo) {
-				lo = m->src[i].frontier;
-				pick = i;
-			}
+	for (int i = 0; i < m->n; i++) {
+		uint64_t b;
+
+		if (m->src[i].done)
+			continue;
+		b = src_bound(m, &m->src[i]);
+		if (pick < 0 || b < lo) {
+			lo = b;
+			pick = i;
 		}
 	}
-	/* window_ns >= 1: lo - window_ns + 1 does not wrap */
-	if (pick >= 0 && lo >= m->o.window_ns)
-		below = lo - m->o.window_ns + 1;
-	if (m->use_bound && bound > below)
-		below = bound;
 	m->pick = pick;
-	m->ripe_below = below;
+	m->ripe_below = lo;
+}
+
+struct ordkey {
+	uint64_t ts;
+	uint32_t b;
+};
+
+static int ordkey_cmp(const void *pa, const void *pb)
+{
+	const struct ordkey *a = pa, *b = pb;
+
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+/* A source with a footer index: its blocks (those a seek did not skip) in
+ * the order of their ts_min, and for each the newest timestamp of the
+ * blocks before it in the file (how late its records reached the file is
+ * measured from there). 0, -1 without an index, -ENOMEM. */
+static int plan_source(struct msrc *s)
+{
+	const struct reel_block_info *bi;
+	int nb = reel_reader__index_noscan(s->r, &bi);
+	struct ordkey *k;
+	uint64_t newest = 0;
+	size_t fi;
+	uint32_t n = 0;
+
+	if (nb < 0)
+		return -1;
+	k = malloc(((size_t)nb + 1) * sizeof(*k));
+	s->ord = malloc(((size_t)nb + 1) * sizeof(*s->ord));
+	s->before = malloc(((size_t)nb + 1) * sizeof(*s->before));
+	if (!k || !s->ord || !s->before) {
+		free(k);
+		return -ENOMEM;
+	}
+	for (uint32_t b = 0; b < (uint32_t)nb; b++) {
+		bool has = bi[b].records && bi[b].ts_min <= bi[b].ts_max;
+
+		s->before[b] = newest;
+		if (has && bi[b].ts_max > newest)
+			newest = bi[b].ts_max;
+		if (reel_reader__block_frame_pos(s->r, b, &fi) < fi)
+			continue; /* before where the reader was sought to */
+		k[n].ts = has ? bi[b].ts_min : UINT64_MAX;
+		k[n++].b = b;
+	}
+	qsort(k, n, sizeof(*k), ordkey_cmp);
+	for (uint32_t j = 0; j < n; j++)
+		s->ord[j] = k[j].b;
+	free(k);
+	s->bi = bi;
+	s->nord = n;
+	s->exact = true;
+	s->tail = !n;
+	s->bound = n ? bi[s->ord[0]].ts_min : UINT64_MAX;
+	if (s->tail)
+		reel_reader__goto_tail(s->r);
+	return 0;
 }
 
 struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
@@ -550,34 +622,24 @@ struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
 		m->o.max_held = DEFAULT_MAX_HELD;
 	if (!m->o.max_held_bytes)
 		m->o.max_held_bytes = DEFAULT_MAX_HELD_BYTES;
+	m->st.window_ns = m->o.window_ns;
 	m->src = calloc((size_t)n, sizeof(*m->src));
 	if (!m->src)
 		goto nomem;
-	m->use_bound = true;
+	m->n = n;
 	for (int i = 0; i < n; i++) {
 		struct msrc *s = &m->src[i];
-		const struct reel_block_info *bi;
-		int nb = reel_reader__index_noscan(readers[i], &bi);
+		int rc;
 
 		s->r = readers[i];
-		if (nb <= 0) {
-			m->use_bound = false;
-			continue;
-		}
-		s->smin = malloc((size_t)nb * sizeof(*s->smin));
-		if (!s->smin)
+		rc = plan_source(s);
+		if (rc == -ENOMEM)
 			goto nomem;
-		s->nblk = (uint32_t)nb;
-		for (int b = nb; b-- > 0;) {
-			uint64_t t = bi[b].records && bi[b].ts_min <= bi[b].ts_max ? bi[b].ts_min
-										   : UINT64_MAX;
-			uint64_t after = b + 1 < nb ? s->smin[b + 1] : UINT64_MAX;
-
-			s->smin[b] = t < after ? t : after;
-		}
-		s->bound = s->smin[0];
+		if (rc)
+			m->st.inputs_window++;
+		else
+			m->st.inputs_exact++;
 	}
-	m->n = n;
 	limits(m);
 	return m;
 nomem:
@@ -586,6 +648,29 @@ nomem:
 	return NULL;
 }
 
+/* A record read from source i into the held runs. */
+static int take_rec(struct reel_merge *m, int i, struct ment *e)
+{
+	struct msrc *s = &m->src[i];
+	int rc;
+
+	e->rec.file_idx = (uint32_t)i;
+	e->seq = s->seq++;
+	e->blk = s->cur;
+	rc = hold(m, e);
+	if (rc)
+		return rc;
+	blk_ref(m, s->cur);
+	if (e->rec.ts_ns > s->frontier)
+		s->frontier = e->rec.ts_ns;
+	else if (!s->bi && s->frontier - e->rec.ts_ns > m->st.max_delay_ns)
+		m->st.max_delay_ns = s->frontier - e->rec.ts_ns;
+	if (m->held_bytes > m->st.max_held_bytes)
+		m->st.max_held_bytes = m->held_bytes;
+	return 0;
+}
+
+/* The next record of a source read in file order (no index, or its tail). */
 static int pull(struct reel_merge *m, int i)
 {
 	struct msrc *s = &m->src[i];
@@ -615,23 +700,59 @@ static int pull(struct reel_merge *m, int i)
 		s->done = true;
 		return 0;
 	}
-	if (m->use_bound) {
-		/* Records of block b are no older than smin[b]; an index that says
-		 * otherwise is not trusted any more (the window still orders). */
-		if (e.rec.block >= s->nblk || e.rec.ts_ns < s->smin[e.rec.block])
-			m->use_bound = false;
-		else
-			s->bound = s->smin[e.rec.block];
+	rc = take_rec(m, i, &e);
+	return rc ? rc : 1;
+}
+
+/* The next block of a source with an index, every record of it held. A
+ * record outside the block's indexed span means the index is wrong: the
+ * file goes on by the window. */
+static int pull_block(struct reel_merge *m, int i)
+{
+	struct msrc *s = &m->src[i];
+	struct reel_reader *r = s->r;
+	uint32_t b = s->ord[s->next];
+	uint64_t newest;
+	struct ment e;
+	bool taken;
+	int rc;
+
+	if (!s->cur) {
+		s->cur = blk_new(m);
+		if (!s->cur)
+			return -ENOMEM;
 	}
-	e.rec.file_idx = (uint32_t)i;
-	e.seq = s->seq++;
-	e.blk = s->cur;
-	rc = hold(m, &e);
+	rc = blk_detach(m, s);
 	if (rc)
 		return rc;
-	blk_ref(m, s->cur);
-	if (e.rec.ts_ns > s->frontier)
-		s->frontier = e.rec.ts_ns;
+	rc = reel_reader__read_block(r, b, &taken);
+	reel_reader__buf(r, &s->cur->buf, &s->cur->cap, &s->cur->len);
+	if (taken && ++s->next == s->nord) {
+		s->tail = true;
+		reel_reader__goto_tail(r);
+	}
+	s->bound = s->next < s->nord ? s->bi[s->ord[s->next]].ts_min : UINT64_MAX;
+	if (rc < 0) {
+		snprintf(m->errmsg, sizeof(m->errmsg), "file %d: %s", i, reel_reader__errmsg(r));
+		return rc;
+	}
+	newest = s->before[b];
+	while (reel_reader__next_in_block_inl(r, &e.rec)) {
+		/* how late it reached the file: after newer ones (file order) */
+		if (e.rec.ts_ns > newest)
+			newest = e.rec.ts_ns;
+		else if (newest - e.rec.ts_ns > m->st.max_delay_ns)
+			m->st.max_delay_ns = newest - e.rec.ts_ns;
+		if (s->exact && (e.rec.ts_ns < s->bi[b].ts_min || e.rec.ts_ns > s->bi[b].ts_max)) {
+			s->exact = false;
+			m->st.inputs_exact--;
+			m->st.inputs_window++;
+			m->st.index_wrong++;
+		}
+		rc = take_rec(m, i, &e);
+		if (rc)
+			return rc;
+	}
 	return 1;
 }
 
@@ -642,19 +763,17 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 	blk_unref(m, m->out);
 	m->out = NULL;
 	for (;;) {
+		struct msrc *s;
 		int rc;
 
 		if (m->nheap) {
 			struct run *r = m->heap[0].r;
 			uint64_t ts = m->heap[0].ts;
-			/* Ripe after the window; or sooner when the indexes say nothing
-			 * older can still come: it is the least record held and every
-			 * later one is newer, so the window would release it next too
-			 * (unless a record came later than the window, which the
-			 * window would release out of order): same order, and a
-			 * block or two held instead of the whole window. Or forced. */
-			bool release = ts < m->ripe_below || m->pick < 0 ||
-				       m->nheld >= m->o.max_held ||
+			/* Ripe when nothing still to come is older (exactly, from the
+			 * indexes, or as the window assumes); or at the end; or
+			 * forced by the bounds on what is held. */
+			bool ripe = ts < m->ripe_below || m->pick < 0;
+			bool release = ripe || m->nheld >= m->o.max_held ||
 				       m->held_bytes >= m->o.max_held_bytes;
 
 			if (release) {
@@ -680,26 +799,71 @@ int reel_merge__next(struct reel_merge *m, struct reel_record *rec)
 					if (!r->current)
 						run_release(m, r);
 				}
+				m->st.forced += !ripe;
 				/* last_ts is 0 before the first */
-				if (ts < m->last_ts)
-					m->out_of_order++;
-				else
+				if (ts < m->last_ts) {
+					m->st.out_of_order++;
+					if (m->last_ts - ts > m->st.max_late_ns)
+						m->st.max_late_ns = m->last_ts - ts;
+				} else {
 					m->last_ts = ts;
+				}
 				return 1;
 			}
 		}
 		if (m->pick < 0)
 			return 0;
-		rc = pull(m, m->pick);
+		s = &m->src[m->pick];
+		rc = s->ord && !s->tail ? pull_block(m, m->pick) : pull(m, m->pick);
 		limits(m);
 		if (rc < 0)
 			return rc;
 	}
 }
 
+void reel_merge__stats(const struct reel_merge *m, struct reel_merge_stats *st)
+{
+	if (m)
+		*st = m->st;
+	else
+		memset(st, 0, sizeof(*st));
+}
+
 uint64_t reel_merge__out_of_order(const struct reel_merge *m)
 {
-	return m ? m->out_of_order : 0;
+	return m ? m->st.out_of_order : 0;
+}
+
+int reel_merge__describe(const struct reel_merge *m, char *buf, size_t len)
+{
+	const struct reel_merge_stats *st = m ? &m->st : NULL;
+	size_t o = 0;
+
+#define ADD(...)                                                                                   \
+	do {                                                                                       \
+		int _n = snprintf(buf + o, len - o, __VA_ARGS__);                                  \
+		if (_n > 0)                                                                        \
+			o += (size_t)_n < len - o ? (size_t)_n : len - o - 1;                      \
+	} while (0)
+
+	if (!len)
+		return 0;
+	buf[0] = 0;
+	if (!st || !st->out_of_order)
+		return 0;
+	if (st->inputs_window)
+		ADD("%u of %u input%s merged by a %.3f s time window, not exactly (%s); records "
+		    "reached the file up to %.3f s after newer ones",
+		    st->inputs_window, st->inputs_window + st->inputs_exact,
+		    st->inputs_window + st->inputs_exact == 1 ? "" : "s", st->window_ns / 1e9,
+		    st->index_wrong ? "an index its blocks contradict"
+				    : "no footer index: truncated or still being written",
+		    st->max_delay_ns / 1e9);
+	ADD("%s%" PRIu64 " record%s released out of timestamp order, up to %.3f s late%s",
+	    o ? "; " : "", st->out_of_order, st->out_of_order == 1 ? "" : "s",
+	    st->max_late_ns / 1e9, st->forced ? " (the merge's memory bound forced some out)" : "");
+#undef ADD
+	return (int)o;
 }
 
 const char *reel_merge__errmsg(const struct reel_merge *m)
@@ -777,8 +941,10 @@ void reel_merge__free(struct reel_merge *m)
 	}
 	free_blk_list(m->free_blks);
 	free_blk_list(m->spare);
-	for (int i = 0; m->src && i < m->n; i++)
-		free(m->src[i].smin);
+	for (int i = 0; m->src && i < m->n; i++) {
+		free(m->src[i].ord);
+		free(m->src[i].before);
+	}
 	free(m->rmap);
 	free(m->heap);
 	free(m->src);

@@ -400,8 +400,11 @@ static void *ra_main(void *arg)
 	for (;;) {
 		while (ra->state != RA_PENDING && !ra->stop)
 			pthread_cond_wait(&ra->cv, &ra->mu);
-		if (ra->stop)
+		if (ra->stop) { /* a job not started yet is dropped */
+			ra->state = RA_IDLE;
+			pthread_cond_broadcast(&ra->cv);
 			break;
+		}
 		pthread_mutex_unlock(&ra->mu);
 		/* the caller does not touch buf, f or dec while PENDING */
 		ra->rc = load_block_dec(ra->r, &ra->dec, &ra->f, &ra->buf, &ra->cap, &ra->len, NULL,
@@ -549,20 +552,6 @@ int reel_reader__next_in_block(struct reel_reader *r, struct reel_record *rec)
 	return reel_reader__next_in_block_inl(r, rec);
 }
 
-void reel_reader__buf(const struct reel_reader *r, uint8_t **buf, size_t *cap, size_t *len)
-{
-	*buf = r->buf;
-	*cap = r->bufcap;
-	*len = r->blen;
-}
-
-void reel_reader__swap_buf(struct reel_reader *r, uint8_t *buf, size_t cap)
-{
-	r->buf = buf;
-	r->bufcap = cap;
-	r->roff = r->blen = 0;
-}
-
 /* A block whose content size is not the one the trusted seek table gave:
  * the table is checked against the frames when the reader reaches it, and
  * reported there (its records are all read). */
@@ -572,6 +561,55 @@ static void table_disagrees(struct reel_reader *r)
 
 	if (t->kind == FK_SEEK && t->status == ST_OK)
 		t->status = ST_UNSEEN;
+}
+
+/* Loads data frame f (frame r->fi - 1) as the current block: 0 or the error. */
+static int load_data(struct reel_reader *r, struct rframe *f)
+{
+	size_t len = 0;
+	int rc;
+
+	rc = ra_take(r, r->fi - 1, f, &len) ? 0
+					    : load_block(r, f, &r->buf, &r->bufcap, &len, NULL,
+							 r->errmsg, sizeof(r->errmsg));
+	if (rc) {
+		f->status = ST_BAD;
+		/* frames after it may change: a scanned index is stale */
+		if (reel_frames_repair(r, r->fi - 1) == 1 && r->blocks_loaded)
+			free_index(r);
+		return rc;
+	}
+	f->status = ST_OK;
+	if (f->raw && f->raw != len)
+		table_disagrees(r);
+	f->raw = (uint32_t)len;
+	drop_behind(r, f->off);
+	r->blen = len;
+	r->cur_block = f->block;
+	r->cur_level = REEL_LEVEL_UNKNOWN;
+	ra_start(r);
+	/* REF records become the records they stand for (FORMAT.md 4.4); the
+	 * block's other records are read even if one cannot be resolved */
+	return reel_deref_block(r, f);
+}
+
+int reel_reader__read_block(struct reel_reader *r, uint32_t i, bool *taken)
+{
+	*taken = false;
+	r->roff = r->blen = 0;
+	if (r->hdr_err && !r->hdr_reported) {
+		r->hdr_reported = true;
+		snprintf(r->errmsg, sizeof(r->errmsg), "%s", r->hdr_msg);
+		return r->hdr_err;
+	}
+	*taken = true;
+	if (!r->blocks_loaded || i >= r->nblk || r->blk_frame[i] >= r->nframes ||
+	    r->frames[r->blk_frame[i]].kind != FK_DATA) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "no block %u in the index", i);
+		return -REEL_ERR_CORRUPT;
+	}
+	r->fi = (size_t)r->blk_frame[i] + 1;
+	return load_data(r, &r->frames[r->fi - 1]);
 }
 
 int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
@@ -594,37 +632,11 @@ int reel_reader__next(struct reel_reader *r, struct reel_record *rec)
 			return 0;
 		f = &r->frames[r->fi++];
 		switch (f->kind) {
-		case FK_DATA: {
-			size_t len = 0;
-
-			rc = ra_take(r, r->fi - 1, f, &len)
-				     ? 0
-				     : load_block(r, f, &r->buf, &r->bufcap, &len, NULL, r->errmsg,
-						  sizeof(r->errmsg));
-			if (rc) {
-				f->status = ST_BAD;
-				/* frames after it may change: a scanned index is stale */
-				if (reel_frames_repair(r, r->fi - 1) == 1 && r->blocks_loaded)
-					free_index(r);
-				return rc;
-			}
-			f->status = ST_OK;
-			if (f->raw && f->raw != len)
-				table_disagrees(r);
-			f->raw = (uint32_t)len;
-			drop_behind(r, f->off);
-			r->blen = len;
-			r->cur_block = f->block;
-			r->cur_level = REEL_LEVEL_UNKNOWN;
-			ra_start(r);
-			/* REF records become the records they stand for (FORMAT.md
-			 * 4.4); the block's other records are read even if one
-			 * cannot be resolved */
-			rc = reel_deref_block(r, f);
+		case FK_DATA:
+			rc = load_data(r, f);
 			if (rc)
 				return rc;
 			break;
-		}
 		case FK_INDEX:
 			if (f->status)
 				break;
@@ -1172,13 +1184,13 @@ void reel_reader__close(struct reel_reader *r)
 {
 	if (!r)
 		return;
+	ra_free(r->ra); /* first: a job reads the mapping */
 	if (r->map)
 		munmap(r->map, r->maplen);
 	free(r->owned);
 	free(r->frames);
 	free(r->buf);
 	free_index(r);
-	ra_free(r->ra);
 	blkdec_free(&r->dec);
 	blkdec_free(&r->xdec);
 	reel_deref_free(r->deref);

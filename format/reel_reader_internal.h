@@ -167,12 +167,57 @@ static inline int reel_reader__next_in_block_inl(struct reel_reader *r, struct r
  * lets go of that buffer (the caller owns it now) and loads its next block
  * into buf (cap bytes; NULL and 0 are fine, it grows it as needed). Call
  * only when reel_reader__next_in_block returned 0. */
-void reel_reader__buf(const struct reel_reader *r, uint8_t **buf, size_t *cap, size_t *len);
-void reel_reader__swap_buf(struct reel_reader *r, uint8_t *buf, size_t cap);
+static inline void reel_reader__buf(const struct reel_reader *r, uint8_t **buf, size_t *cap,
+				    size_t *len)
+{
+	*buf = r->buf;
+	*cap = r->bufcap;
+	*len = r->blen;
+}
+
+static inline void reel_reader__swap_buf(struct reel_reader *r, uint8_t *buf, size_t cap)
+{
+	r->buf = buf;
+	r->bufcap = cap;
+	r->roff = r->blen = 0;
+}
 
 /* The block index when it costs no scan (a footer index that covers every
  * block of a file whose frames come from its seek table): the number of
  * blocks and *out (valid until the reader frees its index), or -1. */
 int reel_reader__index_noscan(struct reel_reader *r, const struct reel_block_info **out);
+
+/* Out-of-order reading for reel_merge (a file with a footer index, read in
+ * the order of its blocks' times). reel_reader__read_block: loads block `i`
+ * of the index as the current block (its records then come from
+ * reel_reader__next_in_block); 0, or a negative error with the reader's
+ * message (a damaged block). *taken is false when the error was the
+ * header's (reported once), not the block's: call again for the block. */
+int reel_reader__read_block(struct reel_reader *r, uint32_t i, bool *taken);
+
+/* Once the current block's records are read, the reader goes on after the
+ * file's last data frame (reel_reader__next then checks the index and seek
+ * table and returns 0). */
+static inline void reel_reader__goto_tail(struct reel_reader *r)
+{
+	size_t fi = 0;
+
+	for (size_t i = r->nframes; i-- > 0;)
+		if (r->frames[i].kind == FK_DATA) {
+			fi = i + 1;
+			break;
+		}
+	if (fi > r->fi)
+		r->fi = fi;
+}
+
+/* The frame position of block i of the index (SIZE_MAX if unknown) and, in
+ * *fi, the reader's current one (blocks before it were skipped by a seek). */
+static inline size_t reel_reader__block_frame_pos(const struct reel_reader *r, uint32_t i,
+						  size_t *fi)
+{
+	*fi = r->fi;
+	return r->blocks_loaded && i < r->nblk ? r->blk_frame[i] : SIZE_MAX;
+}
 
 #endif /* REEL_READER_INTERNAL_H */

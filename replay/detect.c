@@ -217,12 +217,26 @@ static const struct loss_note *loss_before(const struct reel_pipeline *p, uint64
 	return best;
 }
 
+/* Bytes that never arrived (a gap, or a TWIN chunk its peer's window does
+ * not hold) are blamed on loss only with evidence of one: a LOST or DROP
+ * record at or before them, or a damaged block. Else the cause is not known
+ * (records merged out of order are one way to get there). */
+static enum reasm_why hole_cause(const struct reel_pipeline *p, enum reasm_why why, uint64_t ts)
+{
+	if (why != REASM_HOLE_GAP && why != REASM_HOLE_TWIN)
+		return why;
+	if (p->tot.damaged_blocks || loss_before(p, ts))
+		return why;
+	return REASM_HOLE_UNEXPLAINED;
+}
+
 static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len, enum reasm_why why,
 		    const struct reasm_chunk *next)
 {
 	struct conn *c = ctx;
 	struct reel_pipeline *p = c->p;
 	struct reel_l7_emit emit = {c, reel_on_txn};
+	enum reasm_why cause;
 	char buf[512];
 	struct reel_sb sb;
 	const struct loss_note *l = NULL;
@@ -236,16 +250,18 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	}
 	p->st.hole_bytes += len;
 	p->tot.holes++;
-	if ((unsigned)why < sizeof(p->tot.hole_bytes_by) / sizeof(p->tot.hole_bytes_by[0]))
-		p->tot.hole_bytes_by[why] += len;
-	if ((unsigned)why < REASM_HOLE_MAX)
-		c->hole_by[why] += len; /* taken back if c turns out a mirror */
+	cause = hole_cause(p, why, next ? next->ts : ts);
+	if ((unsigned)cause < sizeof(p->tot.hole_bytes_by) / sizeof(p->tot.hole_bytes_by[0]))
+		p->tot.hole_bytes_by[cause] += len;
+	if ((unsigned)cause < REASM_HOLE_MAX)
+		c->hole_by[cause] += len; /* taken back if c turns out a mirror */
 	/* (io_uring's length-only holes count as length-only in a txn) */
-	/* (and a TWIN chunk's bytes lost at the peer as lost) */
-	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING ? REASM_HOLE_LENONLY
-					      : why == REASM_HOLE_TWIN || why == REASM_HOLE_DAMAGED
+	/* (and a TWIN chunk's bytes lost at the peer as lost; unexplained: bit 0) */
+	c->hole_why[dir] |= (uint16_t)(1u << (cause == REASM_HOLE_URING ? REASM_HOLE_LENONLY
+					      : cause == REASM_HOLE_TWIN || cause == REASM_HOLE_DAMAGED
 						      ? REASM_HOLE_GAP
-						      : why));
+					      : cause == REASM_HOLE_UNEXPLAINED ? 0
+										: cause));
 	reel_sb_init(&sb, buf, sizeof(buf));
 	if (c->fl->note[dir]) {
 		reel_sb_puts(&sb, c->fl->note[dir]);
@@ -307,8 +323,13 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		break;
 	case REASM_HOLE_TWIN:
 		reel_sb_puts(&sb,
-			     "copied only at the other traced end (TWIN), whose chunk was lost");
+			     cause == REASM_HOLE_UNEXPLAINED
+				     ? "copied only at the other traced end (TWIN), not found "
+				       "there; no LOST, DROP or damaged block explains it"
+				     : "copied only at the other traced end (TWIN), whose chunk "
+				       "was lost");
 		break;
+	case REASM_HOLE_UNEXPLAINED:
 	case REASM_HOLE_MAX:
 		break;
 	case REASM_HOLE_CLOSE:

@@ -535,6 +535,8 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->tot.dropped_records = p->st.dropped_records;
 		p->tot.filtered = p->st.filtered;
 		p->tot.reorder_forced = p->ro.forced;
+		p->tot.reorder_late = p->ro.late;
+		p->tot.reorder_late_ns = p->ro.max_late_ns;
 		reel_summary_print(p->sum, &p->tot, p->o.summary);
 		reel_tlsreport_print(p->tlsr, p->o.summary);
 		reel_sink_err(p, p->o.summary);

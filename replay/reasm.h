@@ -17,16 +17,17 @@
 #include "reel_abi.h"
 
 enum reasm_why {
-	REASM_HOLE_GAP = 1,  /* bytes between chunks never arrived (LOST/DROP) */
-	REASM_HOLE_TRUNC,    /* chunk captured only in part (snaplen) */
-	REASM_HOLE_LENONLY,  /* sendfile/splice: length only */
-	REASM_HOLE_FAULT,    /* user memory could not be read */
-	REASM_HOLE_CLOSE,    /* final position at close past the last byte seen */
-	REASM_HOLE_OVERLOAD, /* left out by the capture's overload control (OVERLOAD) */
-	REASM_HOLE_FILE,     /* sendfile: the capture could not read the file back */
-	REASM_HOLE_URING,    /* moved outside the data syscalls (io_uring): length only */
-	REASM_HOLE_TWIN,     /* TWIN: the traced peer's chunk with these bytes was lost */
-	REASM_HOLE_DAMAGED,  /* a gap a DROP of reason DAMAGED explains (reeltool recover) */
+	REASM_HOLE_GAP = 1,	/* bytes between chunks never arrived (LOST/DROP) */
+	REASM_HOLE_TRUNC,	/* chunk captured only in part (snaplen) */
+	REASM_HOLE_LENONLY,	/* sendfile/splice: length only */
+	REASM_HOLE_FAULT,	/* user memory could not be read */
+	REASM_HOLE_CLOSE,	/* final position at close past the last byte seen */
+	REASM_HOLE_OVERLOAD,	/* left out by the capture's overload control (OVERLOAD) */
+	REASM_HOLE_FILE,	/* sendfile: the capture could not read the file back */
+	REASM_HOLE_URING,	/* moved outside the data syscalls (io_uring): length only */
+	REASM_HOLE_TWIN,	/* TWIN: the traced peer's chunk with these bytes was lost */
+	REASM_HOLE_DAMAGED,	/* a gap a DROP of reason DAMAGED explains (reeltool recover) */
+	REASM_HOLE_UNEXPLAINED, /* a gap or TWIN chunk no LOST, DROP or damaged block explains */
 	REASM_HOLE_MAX,
 };
 

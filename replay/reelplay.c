@@ -297,6 +297,26 @@ static void output_error(struct play *r, int err)
 		strerror(-err));
 }
 
+/* Records merged by a window (an input without a footer index) or out of
+ * timestamp order: said on stderr, whatever -q, with the counts. Records
+ * that reached their file later than the window, merged exactly all the
+ * same: a note (the capture's rings were drained late). */
+static void merge_warning(struct play *r)
+{
+	const char *cl = r->pg.drawn ? "\r\033[K" : "";
+	struct reel_merge_stats st;
+	char msg[512];
+
+	reel_merge__stats(r->merge, &st);
+	if (reel_merge__describe(r->merge, msg, sizeof(msg)) > 0)
+		fprintf(stderr, "%sreelplay: warning: %s\n", cl, msg);
+	else if (st.inputs_exact && st.max_delay_ns > st.window_ns)
+		fprintf(stderr,
+			"%sreelplay: note: records reached the file up to %.3f s after newer "
+			"ones (a CPU's ring drained late); merged in order by the footer index\n",
+			cl, (double)st.max_delay_ns / 1e9);
+}
+
 /* Every merged record into the pipeline, then finish. 0 or 1. */
 static int replay(struct play *r)
 {
@@ -326,6 +346,7 @@ static int replay(struct play *r)
 			progress_show(pg, false);
 	}
 	progress_show(pg, true);
+	merge_warning(r);
 	err = reel_pipeline__finish(r->pipe);
 	if (err) {
 		output_error(r, err);

@@ -87,6 +87,13 @@ static struct reel_held *take(struct reel_reorder *r)
 	if (r->n)
 		r->heap[i] = last;
 	r->bytes -= top->rec.len;
+	if (top->rec.ts_ns < r->last_out) {
+		r->late++;
+		if (r->last_out - top->rec.ts_ns > r->max_late_ns)
+			r->max_late_ns = r->last_out - top->rec.ts_ns;
+	} else {
+		r->last_out = top->rec.ts_ns;
+	}
 	return top;
 }
 

@@ -30,6 +30,9 @@ struct reel_reorder {
 	uint64_t newest;
 	uint64_t seq;
 	uint64_t forced; /* released early because a bound was hit */
+	/* released after a newer one (a record later than the window, or
+	 * forced), how late at most, and the newest released */
+	uint64_t late, max_late_ns, last_out;
 };
 
 void reel_reorder_init(struct reel_reorder *r, uint64_t window_ns, uint32_t max_held,

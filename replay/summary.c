@@ -220,11 +220,12 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 			[REASM_HOLE_CLOSE] = "at close",
 			[REASM_HOLE_TWIN] = "lost at the traced peer (TWIN)",
 			[REASM_HOLE_DAMAGED] = "in damaged blocks dropped by recover",
+			[REASM_HOLE_UNEXPLAINED] = "not explained (no LOST, DROP or damaged block)",
 		};
 		static const int order[] = {
 			REASM_HOLE_GAP,	 REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC, REASM_HOLE_LENONLY,
 			REASM_HOLE_FILE, REASM_HOLE_URING,    REASM_HOLE_FAULT, REASM_HOLE_CLOSE,
-			REASM_HOLE_TWIN, REASM_HOLE_DAMAGED};
+			REASM_HOLE_TWIN, REASM_HOLE_DAMAGED,  REASM_HOLE_UNEXPLAINED};
 		const char *sep = "missing bytes by cause: ";
 
 		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -258,6 +259,11 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 			t->recover_refs);
 	if (t->reorder_forced)
 		fprintf(f, "reorder window overflowed %" PRIu64 " times\n", t->reorder_forced);
+	if (t->reorder_late)
+		fprintf(f,
+			"%" PRIu64 " records released out of timestamp order by the reorder "
+			"window, up to %.3f s late\n",
+			t->reorder_late, (double)t->reorder_late_ns / 1e9);
 	if (!s->list)
 		return;
 

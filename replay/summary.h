@@ -34,6 +34,7 @@ struct reel_summary_totals {
 	 * the records their input's index counted, REF records left out */
 	uint64_t recover_blocks, recover_records, recover_refs;
 	uint64_t recover_unsized; /* of those blocks, ones the input's index did not name */
+	uint64_t reorder_late, reorder_late_ns; /* live input released out of order, how late */
 	uint64_t first_real_ns, last_real_ns;
 };
 

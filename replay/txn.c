@@ -127,6 +127,7 @@ static void txn_json_core(struct reel_sb *sb, uint64_t serial, uint64_t real_ts,
 	reel_sb_putc(sb, ']');
 	if (t->flags >> REEL_TXNF_CAUSE_SHIFT) {
 		static const char *const cause[] = {
+			[0] = "unknown", /* REASM_HOLE_UNEXPLAINED */
 			[REASM_HOLE_GAP] = "lost",
 			[REASM_HOLE_TRUNC] = "snaplen",
 			[REASM_HOLE_LENONLY] = "length_only",
@@ -137,7 +138,7 @@ static void txn_json_core(struct reel_sb *sb, uint64_t serial, uint64_t real_ts,
 		};
 
 		reel_sb_puts(sb, ",\"hole_causes\":[");
-		for (unsigned w = 1, k = 0; w < 8; w++) {
+		for (unsigned w = 0, k = 0; w < 8; w++) {
 			if (!((t->flags >> REEL_TXNF_CAUSE_SHIFT) & (1u << w)) || !cause[w])
 				continue;
 			reel_sb_puts(sb, k++ ? ",\"" : "\"");

@@ -4,7 +4,7 @@
 # of test_format_util.c built once and shared.
 add_library(reel_test_format_util STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_format_util.c)
 target_link_libraries(reel_test_format_util PUBLIC reel_cmocka reelformat_internal)
-foreach(t records damage writer coding)
+foreach(t records damage writer coding merge)
 	reel_unit_test(test_format_${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_format_${t}.c
 		LIBS reel_test_format_util)
 endforeach()

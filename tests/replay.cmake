@@ -40,3 +40,14 @@ if(TARGET reelcap AND Python3_Interpreter_FOUND)
 	set_tests_properties(live_print_latency PROPERTIES SKIP_RETURN_CODE 77
 		LABELS "integration;root" TIMEOUT 120)
 endif()
+
+# Two captures in which one CPU's records reached the file seconds late
+# (tests/data/late/): merged exactly by the footer index, every transaction
+# paired, no hole; the same cut before its footer warns with the counts.
+if(TARGET reelplay AND TARGET reeltool)
+	add_test(NAME replay_late_records
+		COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/replay_late_records.sh
+			$<TARGET_FILE:reelplay> $<TARGET_FILE:reeltool>
+			${CMAKE_CURRENT_SOURCE_DIR}/data/late ${CMAKE_CURRENT_BINARY_DIR}/late_records)
+	set_tests_properties(replay_late_records PROPERTIES LABELS "traces" TIMEOUT 120)
+endif()

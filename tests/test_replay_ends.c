@@ -166,8 +166,9 @@ static void test_both_ends_twin_gone(void **state)
  * TWIN chunk from the other end: the packets, the transaction and --each-end
  * are those of a capture where both ends copied every byte. A TWIN chunk
  * after its copier closed takes the inherited window; one whose copy was
- * lost is a hole of its own cause. */
-static void build_twin(struct tstream *s, const char *req, const char *resp, bool lose_resp,
+ * lost is a hole of its own cause when a LOST record says so (lose_resp 1),
+ * a hole of no known cause when nothing does (lose_resp 2). */
+static void build_twin(struct tstream *s, const char *req, const char *resp, int lose_resp,
 		       bool client_gone)
 {
 	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
@@ -191,6 +192,8 @@ static void build_twin(struct tstream *s, const char *req, const char *resp, boo
 	if (!lose_resp)
 		ts_data(s, 1, T0 + 20, 900, 7, 1002, REEL_DIR_EGRESS, 0, resp, rs, rs, 0,
 			REEL_L4_TCP);
+	else if (lose_resp == 1)
+		ts_lost(s, 1, T0 + 20, 1);
 	ts_data(s, 0, T0 + 21, 800, 5, 1001, REEL_DIR_INGRESS, 0, NULL, rs, 0, tw, REEL_L4_TCP);
 	ts_close(s, 0, T0 + 30, 800, 5, 1001, rq, rs);
 	ts_close(s, 1, T0 + 31, 900, 7, 1002, rs, rq);
@@ -204,6 +207,7 @@ static void test_both_ends_twin_chunks(void **state)
 	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("twin.pcapng"));
 	REEL_OPTS(reel_pipeline_opts, oe, .each_end = true);
 	REEL_OPTS(reel_pipeline_opts, ol);
+	REEL_OPTS(reel_pipeline_opts, ou);
 	REEL_OPTS(reel_pipeline_opts, og);
 	struct run r = {0};
 	const char *req = "GET /twin HTTP/1.1\r\nHost: b\r\n\r\n";
@@ -212,7 +216,7 @@ static void test_both_ends_twin_chunks(void **state)
 	char want[80];
 
 	(void)state;
-	build_twin(&s, req, resp, false, false);
+	build_twin(&s, req, resp, 0, false);
 	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
 	assert_int_equal(count(r.json, "\"type\":\"txn\""), 1);
 	assert_non_null(strstr(r.json, "\"target\":\"/twin\",\"status\":200"));
@@ -240,17 +244,29 @@ static void test_both_ends_twin_chunks(void **state)
 	run_free(&r);
 	ts_free(&s);
 
-	/* the server's copy of the response lost: the client's TWIN chunk is a
-	 * hole, said to be lost at the other end */
-	build_twin(&s, req, resp, true, false);
+	/* the server's copy of the response lost (a LOST record on its CPU):
+	 * the client's TWIN chunk is a hole, said to be lost at the other end */
+	build_twin(&s, req, resp, 1, false);
 	assert_int_equal(run_pipeline(&s, NULL, &ol, &r), 0);
 	snprintf(want, sizeof(want), "lost at the traced peer (TWIN) %u", rs);
 	assert_non_null(strstr(r.summary, want));
+	assert_non_null(strstr(r.json, "\"hole_causes\":[\"lost\"]"));
+	run_free(&r);
+	ts_free(&s);
+
+	/* the same without any record saying it was lost: a hole of no known
+	 * cause, not blamed on the peer */
+	build_twin(&s, req, resp, 2, false);
+	assert_int_equal(run_pipeline(&s, NULL, &ou, &r), 0);
+	assert_null(strstr(r.summary, "lost at the traced peer"));
+	snprintf(want, sizeof(want), "not explained (no LOST, DROP or damaged block) %u", rs);
+	assert_non_null(strstr(r.summary, want));
+	assert_non_null(strstr(r.json, "\"hole_causes\":[\"unknown\"]"));
 	run_free(&r);
 	ts_free(&s);
 
 	/* the client closed before the server's TWIN chunk: its window stays */
-	build_twin(&s, req, resp, false, true);
+	build_twin(&s, req, resp, 0, true);
 	assert_int_equal(run_pipeline(&s, NULL, &og, &r), 0);
 	assert_non_null(strstr(r.summary, "holes 0 (0 bytes missing)"));
 	snprintf(want, sizeof(want), "bytes taken from the other traced end (TWIN): %u", rq);

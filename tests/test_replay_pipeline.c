@@ -167,6 +167,43 @@ static void test_tick_releases_window(void **state)
 	ts_free(&s);
 }
 
+/* Live input with a record later than the window (a ring drained seconds
+ * late): it comes out after newer ones, and the summary says how many and
+ * how late. */
+static void test_reorder_late_counted(void **state)
+{
+	static struct tstream s;
+	char *buf = NULL, *sum = NULL;
+	size_t len = 0, slen = 0;
+	FILE *pf = open_memstream(&buf, &len), *sf = open_memstream(&sum, &slen);
+	REEL_OPTS(reel_pipeline_opts, o, .print = pf, .summary = sf, .window_ns = 1000000000ull);
+	struct reel_pipeline *p;
+
+	(void)state;
+	assert_non_null(pf);
+	assert_non_null(sf);
+	ts_exec(&s, 0, T0 + 10000000000ull, 10, "a", "/a");
+	ts_exec(&s, 0, T0 + 12000000000ull, 11, "b", "/b");
+	ts_exec(&s, 1, T0 + 5000000000ull, 12, "late", "/late"); /* 7 s after b */
+	p = reel_pipeline__new(&o);
+	assert_non_null(p);
+	for (int i = 0; i < s.n; i++)
+		assert_int_equal(reel_pipeline__push(p, &s.rec[i]), 0);
+	assert_int_equal(reel_pipeline__finish(p), 0);
+	fflush(pf);
+	fflush(sf);
+	assert_int_equal(count(buf, "EXEC"), 3);
+	assert_true(strstr(buf, "comm a ") < strstr(buf, "comm late "));
+	assert_non_null(strstr(sum, "1 records released out of timestamp order by the reorder "
+				    "window, up to 5.000 s late\n"));
+	reel_pipeline__free(p);
+	fclose(pf);
+	fclose(sf);
+	free(buf);
+	free(sum);
+	ts_free(&s);
+}
+
 static void test_lossy_http(void **state)
 {
 	static struct tstream s;
@@ -592,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_bulk_pcapng),
 		cmocka_unit_test(test_live_order_equals_file_order),
 		cmocka_unit_test(test_tick_releases_window),
+		cmocka_unit_test(test_reorder_late_counted),
 		cmocka_unit_test(test_lossy_http),
 		cmocka_unit_test(test_lost_open_labels),
 		cmocka_unit_test(test_lost_request_pairs_after),

@@ -148,6 +148,7 @@ static int cat_files(const struct cat_opts *co, char **paths, int n)
 	struct tool_buf buf = {0};
 	REEL_OPTS(reel_merge_opts, mo, .window_ns = CAT_MERGE_WINDOW_NS);
 	struct reel_merge *m = NULL;
+	char msgbuf[512];
 	uint64_t t0 = 0, printed = 0, damaged = 0;
 	bool have_t0 = false;
 	struct reel_record rec;
@@ -229,9 +230,8 @@ static int cat_files(const struct cat_opts *co, char **paths, int n)
 		tool_err("writing the output: %s", reel_strerror(errno));
 		status = EXIT_DAMAGE;
 	}
-	if (reel_merge__out_of_order(m))
-		tool_err("%" PRIu64 " records printed out of timestamp order (merge window full)",
-			 reel_merge__out_of_order(m));
+	if (reel_merge__describe(m, msgbuf, sizeof(msgbuf)) > 0)
+		tool_err("warning: %s", msgbuf);
 	if (damaged && status == EXIT_OK)
 		status = EXIT_DAMAGE;
 out:

@@ -771,13 +771,22 @@ void reel_reader__close(struct reel_reader *r);
 /* ------------------------------------------------------------------ */
 /* Timestamp-ordered merge across CPUs and files                       */
 
+/*
+ * A file with a footer index (closed cleanly) merges exactly, whatever the
+ * delay with which a CPU's records reached it: its blocks are read in the
+ * order of their smallest timestamps and a record is released once no
+ * block still to read can hold an older one (FORMAT.md 5). A file without
+ * one (truncated, still being written, a pipe) merges by a time window:
+ * a record that reached the file more than the window after a newer one
+ * comes out of order, and reel_merge__stats says how many and how late.
+ */
 struct reel_merge_opts {
 	size_t sz;
-	/* Records are held until the newest timestamp seen is this far past
-	 * them (default 2 s): per-CPU streams are each in order, and reelcap
-	 * drains every ring at least every 100 ms, a backlog a pass at a time
-	 * (on a busy host a CPU's records can reach the file over 500 ms
-	 * late). */
+	/* Files without an index: records are held until the newest timestamp
+	 * seen is this far past them (default 2 s): per-CPU streams are each
+	 * in order, and reelcap drains every ring at least every 100 ms, a
+	 * backlog a pass at a time (on a busy host a CPU's records can reach
+	 * the file seconds late). */
 	uint64_t window_ns;
 	/* Hard bound on records held (default 1,000,000); past it the oldest is
 	 * released even if inside the window. */
@@ -800,8 +809,31 @@ struct reel_merge *reel_merge__new(struct reel_reader **readers, int n,
  * or a negative error from a reader (the merge goes on after it). */
 int reel_merge__next(struct reel_merge *m, struct reel_record *rec);
 
-/* Records released out of order because max_held forced them (should be 0). */
+/* Records released after a newer one (a window too short for a file without
+ * an index, or the held bounds; 0 for files with one). */
 uint64_t reel_merge__out_of_order(const struct reel_merge *m);
+
+/* How the merge went (every field counts since reel_merge__new). */
+struct reel_merge_stats {
+	uint32_t inputs_exact;	/* merged by their footer index: in order */
+	uint32_t inputs_window; /* without a usable index: by the window */
+	uint32_t index_wrong;	/* of those, inputs whose index a block contradicted */
+	uint64_t window_ns;
+	uint64_t out_of_order;	 /* records released after a newer one */
+	uint64_t max_late_ns;	 /* the most such a record was older than the newest before it */
+	uint64_t forced;	 /* released early by max_held / max_held_bytes */
+	uint64_t max_delay_ns;	 /* the most a record reached its file after a newer one
+				  * (the index's block spans; records read, without one) */
+	uint64_t max_held_bytes; /* peak bytes of decoded blocks held */
+};
+void reel_merge__stats(const struct reel_merge *m, struct reel_merge_stats *st);
+
+/* A warning for the user when records were released out of timestamp
+ * order (how many, how late, and why: inputs merged by the window, and how
+ * late records reached those files; or the held bounds), else "" and 0:
+ * the length written (cut to len - 1) otherwise. Names no file: the caller
+ * prefixes it. */
+int reel_merge__describe(const struct reel_merge *m, char *buf, size_t len);
 
 /* Message of the last error reel_merge__next() returned, prefixed "file N: ". */
 const char *reel_merge__errmsg(const struct reel_merge *m);

@@ -50,8 +50,9 @@ struct reel_pipeline_opts {
 	const char *conn;	 /* "tgid:fd" or "tgid:fd:ino" */
 	const char *bpf_filter;	 /* tcpdump expression applied to synthesized packets */
 
-	/* Reorder window for live input (default 2 s; reel_merge's is 500 ms). Input
-	 * already in timestamp order passes through unchanged. */
+	/* Reorder window for live input (default 2 s, as reel_merge's for files
+	 * without an index; records later than it are counted in the summary).
+	 * Input already in timestamp order passes through unchanged. */
 	uint64_t window_ns;
 
 	/* The input comes from reel_merge, already in (ts, file, cpu, arrival)
