@@ -131,6 +131,13 @@ struct conn {
 	/* TWIN (twin.c): the bytes this end captured, per direction, for its
 	 * peer's TWIN chunks; the windows of a peer that went before it */
 	struct twin_keep keep[2], peer_keep[2];
+	/* the end whose windows peer_keep holds (it went first) */
+	struct {
+		uint64_t serial;
+		uint32_t pid;
+		int32_t fd;
+		char comm[REEL_COMM_LEN];
+	} peer_gone;
 };
 
 /*

@@ -264,6 +264,19 @@ void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch);
 /* c reached `upto` in dir: the peer's window in the other direction drops
  * the bytes before it. */
 void reel_twin_trim(struct conn *c, int dir, uint64_t upto);
+/* Bytes the other traced end sent that c never read: stream positions
+ * [pos, pos + len) at data, `gap` bytes after c's position (not in the
+ * window), and who sent them. */
+struct twin_unread {
+	uint64_t pos, len, gap, serial;
+	const uint8_t *data;
+	uint32_t pid;
+	int32_t fd;
+	char comm[REEL_COMM_LEN];
+};
+/* What the other traced end sent in c's direction dir past stream position
+ * `from` (what c read): the part of its window there (u->len; 0: none). */
+size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u);
 /* The two ends unlink: `staying` inherits the windows of `going`. */
 void reel_twin_unlink(struct conn *going, struct conn *staying);
 void reel_twin_free(struct conn *c);
@@ -412,6 +425,9 @@ static inline void put_ep(struct reel_sb *sb, const struct conn *c, int side)
 
 void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 			  const struct reasm_chunk *ch);
+/* c ends: when its flow stands for a connection traced at both ends, the
+ * bytes the other end sent and c never read go into it (before its FIN). */
+void reel_synth_unread(struct reel_pipeline *p, struct conn *c, uint64_t ts);
 
 static inline void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 			      const struct reasm_chunk *ch)

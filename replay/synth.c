@@ -385,6 +385,70 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 	}
 }
 
+/* Segments of the bytes the other traced end sent in dir and c never read,
+ * the first saying so. */
+static void unread_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts,
+			const struct twin_unread *u)
+{
+	char note[1024];
+	struct reel_sb sb;
+	struct flow_pkt k = conn_pkt(c, dir, ts);
+	uint32_t mss = reel_pkt_mss(c->fl->ep[0].v6, 6);
+	int od = !dir;
+
+	reel_sb_init(&sb, note, sizeof(note));
+	take_notes(c->fl, dir, &sb);
+	reel_sb_printf(&sb,
+		       "%sreel: %" PRIu64 " bytes from stream position %" PRIu64
+		       " sent by %s pid %u fd %d (conn %" PRIu64
+		       ", the other traced end) and never read by %s pid %u fd %d (conn %" PRIu64
+		       ", read up to %" PRIu64 ")",
+		       sb.len ? "; " : "", u->len, u->pos, u->comm[0] ? u->comm : "?", u->pid,
+		       u->fd, u->serial, c->comm[0] ? c->comm : "?", c->id.tgid, c->id.fd,
+		       c->serial, u->pos - u->gap);
+	if (u->gap)
+		reel_sb_printf(&sb,
+			       "; the %" PRIu64 " bytes sent before them (from %" PRIu64
+			       ") are not shown: the other end's window kept for replay starts"
+			       " after them (a hole in its stream, or more than it keeps)",
+			       u->gap, u->pos - u->gap);
+	for (uint64_t off = 0; off < u->len;) {
+		uint32_t n = u->len - off < mss ? (uint32_t)(u->len - off) : mss;
+
+		k.flags = REEL_TCP_ACK | (off + n == u->len ? REEL_TCP_PSH : 0);
+		k.seq = seq_at(c, dir, u->pos + off);
+		k.ack = seq_at(c, od, c->rs[od].next);
+		k.data = u->data + off;
+		k.len = n;
+		k.comment = off ? NULL : note;
+		k.clen = REEL_PCAPNG_STRLEN;
+		emit(p, &k);
+		off += n;
+	}
+	k = conn_pkt(c, od, ts);
+	emit_ctl(p, &k, od, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
+		 seq_at(c, dir, u->pos + u->len), NULL);
+}
+
+void reel_synth_unread(struct reel_pipeline *p, struct conn *c, uint64_t ts)
+{
+	struct flow *fl = c->fl;
+
+	/* the flow this end stands for, ending with it */
+	if ((!p->png && !p->pcw) || !fl || !fl->started || fl->mirror_of || !fl->stream ||
+	    fl->shared || fl->refs != 1 || !conn_pass(p, c))
+		return;
+	for (int d = 0; d < 2; d++) {
+		struct twin_unread u;
+
+		if (!reel_twin_unread(c, d, c->rs[d].next, &u))
+			continue;
+		unread_emit(p, c, d, ts, &u);
+		if (c->base[d] + u.pos + u.len > fl->pos[d])
+			fl->pos[d] = c->base[d] + u.pos + u.len;
+	}
+}
+
 static uint32_t flow_hash(uint32_t host, uint64_t ino)
 {
 	return reel_hash32(((uint64_t)host << 48) ^ ino) % FLOW_BUCKETS;

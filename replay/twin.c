@@ -11,6 +11,11 @@
  * chunk was lost: LOST, DROP) stays a hole, REASM_HOLE_TWIN. When one end
  * goes, the other inherits its windows (its last TWIN chunks can come after
  * the peer's close).
+ *
+ * The same windows hold what one end sent and the other never read (it
+ * closed first, or the capture ended): the flow that stands for the
+ * connection in the packets carries them before its FIN (reel_twin_unread,
+ * synth.c), so the packets show what was sent.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -140,8 +145,40 @@ void reel_twin_trim(struct conn *c, int dir, uint64_t upto)
 		keep_drop_front(k, upto - k->base);
 }
 
+/* What the other traced end sent in c's direction dir past stream position
+ * `from` (what c read): the part of its window there. */
+size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u)
+{
+	const struct twin_keep *k = source(c, dir);
+	uint64_t end = k->base + k->len;
+
+	memset(u, 0, sizeof(*u));
+	if (!k->len || end <= from)
+		return 0;
+	u->pos = k->base > from ? k->base : from;
+	u->gap = u->pos - from;
+	u->data = k->buf + k->off + (u->pos - k->base);
+	u->len = end - u->pos;
+	if (c->twin) {
+		u->serial = c->twin->serial;
+		u->pid = c->twin->id.tgid;
+		u->fd = c->twin->id.fd;
+		memcpy(u->comm, c->twin->comm, sizeof(u->comm));
+	} else {
+		u->serial = c->peer_gone.serial;
+		u->pid = c->peer_gone.pid;
+		u->fd = c->peer_gone.fd;
+		memcpy(u->comm, c->peer_gone.comm, sizeof(u->comm));
+	}
+	return u->len;
+}
+
 void reel_twin_unlink(struct conn *going, struct conn *staying)
 {
+	staying->peer_gone.serial = going->serial;
+	staying->peer_gone.pid = going->id.tgid;
+	staying->peer_gone.fd = going->id.fd;
+	memcpy(staying->peer_gone.comm, going->comm, sizeof(staying->peer_gone.comm));
 	for (int d = 0; d < 2; d++) {
 		free(staying->peer_keep[d].buf);
 		staying->peer_keep[d] = going->keep[d];
