@@ -19,6 +19,7 @@
 #include "reel_abi.h"
 
 struct reel_pipeline;
+struct hole_note;
 
 enum conn_end {
 	CONN_END_CLOSE = 0, /* close() seen */
@@ -157,8 +158,8 @@ struct flow {
 	struct reel_pkt_ep ep[2]; /* [0] the traced socket, [1] its peer */
 	uint32_t isn[2];	  /* per direction */
 	uint16_t ipid[2];
-	uint64_t pos[2]; /* socket stream positions written so far */
-	char *note[2];	 /* pending packet comment per direction (a hole) */
+	uint64_t pos[2];	   /* socket stream positions written so far */
+	struct hole_note *note[2]; /* holes the next packet tells, per direction */
 	char *first_note;
 	/* the close that ended it, for the FIN written later */
 	uint64_t close_ts;

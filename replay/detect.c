@@ -223,6 +223,7 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	struct reel_l7_emit emit = {c, reel_on_txn};
 	char buf[512];
 	struct reel_sb sb;
+	unsigned cause = why;
 
 	p->st.hole_bytes += len;
 	p->tot.holes++;
@@ -233,17 +234,15 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	c->hole_why[dir] |= (uint16_t)(1u << (why == REASM_HOLE_URING  ? REASM_HOLE_LENONLY
 					      : why == REASM_HOLE_TWIN ? REASM_HOLE_GAP
 								       : why));
+	/* this hole alone: its note joins those pending (holenote.c) */
 	reel_sb_init(&sb, buf, sizeof(buf));
-	if (c->fl->note[dir]) {
-		reel_sb_puts(&sb, c->fl->note[dir]);
-		reel_sb_puts(&sb, "; ");
-	}
 	reel_sb_printf(&sb, "reel: %" PRIu64 " bytes missing here at stream position %" PRIu64 " (",
 		       len, pos);
 	switch (why) {
 	case REASM_HOLE_GAP: {
 		const struct loss_note *l = loss_before(p, next ? next->ts : ts);
 
+		cause = !l ? HOLE_CAUSE_NONE : l->drop ? HOLE_CAUSE_DROP : REASM_HOLE_GAP;
 		if (!l)
 			reel_sb_puts(&sb, "not captured; no LOST or DROP record explains it");
 		else if (l->drop)
@@ -288,8 +287,8 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		break;
 	}
 	reel_sb_putc(&sb, ')');
-	free(c->fl->note[dir]);
-	c->fl->note[dir] = strdup(buf);
+	reel_hole_note_add(c->fl, dir, cause, pos, len, buf,
+			   sb.len < sizeof(buf) ? sb.len : strlen(buf));
 	if (c->parser)
 		c->parser->hole(c->pst, (enum reel_l7_dir)l7dir(c, dir), ts, pos, len, &emit);
 	else

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "holenote.h"
 #include "pcapng.h"
 #include "pcapw.h"
 #include "reasm.h"

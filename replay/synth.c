@@ -151,13 +151,7 @@ static void take_notes(struct flow *fl, int dir, struct reel_sb *sb)
 		free(fl->first_note);
 		fl->first_note = NULL;
 	}
-	if (fl->note[dir]) {
-		if (sb->len)
-			reel_sb_puts(sb, "; ");
-		reel_sb_puts(sb, fl->note[dir]);
-		free(fl->note[dir]);
-		fl->note[dir] = NULL;
-	}
+	reel_hole_note_take(fl, dir, sb);
 }
 
 /* Sequence number of this conn's stream byte `pos` in its socket's flow. */
@@ -173,7 +167,7 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		       ((uint64_t)c->host << 56);
 	int cd, sd;
 	uint64_t t;
-	char note[320];
+	char note[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb sb;
 	struct flow_pkt k;
 
@@ -339,7 +333,7 @@ static void put_packet_note(struct reel_sb *sb, struct conn *c, int dir,
 void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 			  const struct reasm_chunk *ch)
 {
-	char note[1024];
+	char note[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb sb;
 	struct flow_pkt k;
 	uint32_t mss;
@@ -377,7 +371,7 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 		/* the ACK is the first packet of od past a hole declared there
 		 * since its last data packet (a call's cut tail): it says why */
 		reel_sb_init(&sb, note, sizeof(note));
-		if (c->fl->note[od])
+		if (reel_hole_note_pending(c->fl, od))
 			take_notes(c->fl, od, &sb);
 		k = conn_pkt(c, od, ch->ts);
 		emit_ctl(p, &k, od, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
@@ -390,7 +384,7 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 static void unread_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts,
 			const struct twin_unread *u)
 {
-	char note[1024];
+	char note[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb sb;
 	struct flow_pkt k = conn_pkt(c, dir, ts);
 	uint32_t mss = reel_pkt_mss(c->fl->ep[0].v6, 6);
@@ -482,8 +476,7 @@ void reel_flow_free(struct reel_pipeline *p, struct flow *fl)
 			*pp = fl->hnext;
 	}
 	reel_tuple_release(p, fl);
-	free(fl->note[0]);
-	free(fl->note[1]);
+	reel_hole_note_free(fl);
 	free(fl->first_note);
 	free(fl);
 }
@@ -525,7 +518,7 @@ void reel_flow_finish(struct reel_pipeline *p, struct flow *fl)
 			     .ts = fl->close_ts,
 			     .file_idx = fl->close_file,
 			     .pid = fl->close_tgid};
-	char n0[1024], n1[1024];
+	char n0[REEL_PCAPNG_COMMENT_MAX], n1[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb a, b;
 	uint32_t e, r;
 
