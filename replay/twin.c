@@ -67,9 +67,12 @@ static int keep_reserve(struct twin_keep *k, size_t add)
 	return 0;
 }
 
+/* TCP connections with a role from their open, and their TLS plaintext
+ * streams (no TWIN chunks there, but what one end sent and the other never
+ * read). */
 static bool keeps(const struct conn *c)
 {
-	return c->l4 == REEL_L4_TCP && !c->tls && c->role_from_open &&
+	return c->l4 == REEL_L4_TCP && c->role_from_open &&
 	       (c->role == REEL_ROLE_CLIENT || c->role == REEL_ROLE_SERVER);
 }
 
