@@ -28,11 +28,16 @@ enum conn_end {
 };
 
 /* A window of the stream bytes one end captured in one direction (twin.c):
- * stream positions [base, base + len) at buf + off. */
+ * stream positions [base, base + len) at buf + off, but for the gaps its
+ * chunks left there (ascending; zeros in buf). */
 struct twin_keep {
 	uint8_t *buf;
 	size_t off, len, cap;
 	uint64_t base;
+	struct twin_gap {
+		uint64_t from, to;
+	} * gap;
+	uint32_t ngap, gcap;
 };
 
 struct conn {

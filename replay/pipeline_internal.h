@@ -265,18 +265,21 @@ void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch);
 /* c reached `upto` in dir: the peer's window in the other direction drops
  * the bytes before it. */
 void reel_twin_trim(struct conn *c, int dir, uint64_t upto);
-/* Bytes the other traced end sent that c never read: stream positions
- * [pos, pos + len) at data, `gap` bytes after c's position (not in the
- * window), and who sent them. */
+/* Bytes the other traced end sent that c never read, one run of them:
+ * stream positions [pos, pos + len) at data, `gap` bytes after the position
+ * asked for (kept: a gap in what the sender captured; else also bytes
+ * before its window), and who sent them. */
 struct twin_unread {
 	uint64_t pos, len, gap, serial;
+	bool kept;
 	const uint8_t *data;
 	uint32_t pid;
 	int32_t fd;
 	char comm[REEL_COMM_LEN];
 };
 /* What the other traced end sent in c's direction dir past stream position
- * `from` (what c read): the part of its window there (u->len; 0: none). */
+ * `from` (what c read): the first run of its window there (u->len; 0:
+ * none). */
 size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u);
 /* The two ends unlink: `staying` inherits the windows of `going`. */
 void reel_twin_unlink(struct conn *going, struct conn *staying);

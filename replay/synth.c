@@ -379,10 +379,46 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 	}
 }
 
-/* Segments of the bytes the other traced end sent in dir and c never read,
- * the first saying so. */
+/* The comment of the first segment of a run of bytes the other traced end
+ * sent and c never read: the first run says so, a later one names the gap
+ * before it. */
+static void unread_note(struct reel_sb *sb, const struct conn *c, const struct twin_unread *u,
+			bool first)
+{
+	const char *sender = u->comm[0] ? u->comm : "?";
+
+	if (sb->len)
+		reel_sb_puts(sb, "; ");
+	if (first)
+		reel_sb_printf(
+			sb,
+			"reel: %" PRIu64 " bytes from stream position %" PRIu64
+			" sent by %s pid %u fd %d (conn %" PRIu64
+			", the other traced end) and never read by %s pid %u fd %d (conn %" PRIu64
+			", read up to %" PRIu64 ")",
+			u->len, u->pos, sender, u->pid, u->fd, u->serial,
+			c->comm[0] ? c->comm : "?", c->id.tgid, c->id.fd, c->serial,
+			u->pos - u->gap);
+	else
+		reel_sb_printf(sb,
+			       "reel: %" PRIu64 " bytes more from stream position %" PRIu64
+			       " sent by %s pid %u (conn %" PRIu64 ") and never read",
+			       u->len, u->pos, sender, u->pid, u->serial);
+	if (u->gap)
+		reel_sb_printf(
+			sb,
+			"; the %" PRIu64 " bytes sent before them (from %" PRIu64
+			") are not shown: %s",
+			u->gap, u->pos - u->gap,
+			u->kept ? "a hole in the sender's stream"
+				: "the sender's window kept for replay (16 MiB) starts after "
+				  "them, or a hole in its stream");
+}
+
+/* Segments of one run of the bytes the other traced end sent in dir and c
+ * never read, the first with its note. */
 static void unread_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts,
-			const struct twin_unread *u)
+			const struct twin_unread *u, bool first)
 {
 	char note[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb sb;
@@ -392,20 +428,7 @@ static void unread_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64
 
 	reel_sb_init(&sb, note, sizeof(note));
 	take_notes(c->fl, dir, &sb);
-	reel_sb_printf(&sb,
-		       "%sreel: %" PRIu64 " bytes from stream position %" PRIu64
-		       " sent by %s pid %u fd %d (conn %" PRIu64
-		       ", the other traced end) and never read by %s pid %u fd %d (conn %" PRIu64
-		       ", read up to %" PRIu64 ")",
-		       sb.len ? "; " : "", u->len, u->pos, u->comm[0] ? u->comm : "?", u->pid,
-		       u->fd, u->serial, c->comm[0] ? c->comm : "?", c->id.tgid, c->id.fd,
-		       c->serial, u->pos - u->gap);
-	if (u->gap)
-		reel_sb_printf(&sb,
-			       "; the %" PRIu64 " bytes sent before them (from %" PRIu64
-			       ") are not shown: the other end's window kept for replay starts"
-			       " after them (a hole in its stream, or more than it keeps)",
-			       u->gap, u->pos - u->gap);
+	unread_note(&sb, c, u, first);
 	for (uint64_t off = 0; off < u->len;) {
 		uint32_t n = u->len - off < mss ? (uint32_t)(u->len - off) : mss;
 
@@ -434,12 +457,14 @@ void reel_synth_unread(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		return;
 	for (int d = 0; d < 2; d++) {
 		struct twin_unread u;
+		uint64_t from = c->rs[d].next;
 
-		if (!reel_twin_unread(c, d, c->rs[d].next, &u))
-			continue;
-		unread_emit(p, c, d, ts, &u);
-		if (c->base[d] + u.pos + u.len > fl->pos[d])
-			fl->pos[d] = c->base[d] + u.pos + u.len;
+		for (bool first = true; reel_twin_unread(c, d, from, &u); first = false) {
+			unread_emit(p, c, d, ts, &u, first);
+			from = u.pos + u.len;
+			if (c->base[d] + from > fl->pos[d])
+				fl->pos[d] = c->base[d] + from;
+		}
 	}
 }
 

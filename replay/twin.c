@@ -31,17 +31,68 @@
 #define KEEP_PAIRED   (16u << 20)
 #define UNPAIRED_NS   2000000000ull
 
+/* Gaps a window holds at most; past that it starts again. */
+#define KEEP_GAPS 256
+
+static void keep_free(struct twin_keep *k)
+{
+	free(k->buf);
+	free(k->gap);
+	memset(k, 0, sizeof(*k));
+}
+
+/* Empties the window; it starts again at stream position pos. */
+static void keep_restart(struct twin_keep *k, uint64_t pos)
+{
+	k->off = 0;
+	k->len = 0;
+	k->base = pos;
+	k->ngap = 0;
+}
+
 static void keep_drop_front(struct twin_keep *k, uint64_t n)
 {
+	uint32_t i = 0;
+
 	if (n >= k->len) {
 		k->base += k->len;
 		k->off = 0;
 		k->len = 0;
+		k->ngap = 0;
 		return;
 	}
 	k->off += n;
 	k->len -= n;
 	k->base += n;
+	while (i < k->ngap && k->gap[i].to <= k->base)
+		i++;
+	if (i) {
+		memmove(k->gap, k->gap + i, (k->ngap - i) * sizeof(k->gap[0]));
+		k->ngap -= i;
+	}
+	if (k->ngap && k->gap[0].from < k->base)
+		k->gap[0].from = k->base;
+}
+
+/* Records the gap [from, to) at the window's end: 0, or -1 when it cannot. */
+static int keep_gap(struct twin_keep *k, uint64_t from, uint64_t to)
+{
+	if (k->ngap == k->gcap) {
+		uint32_t cap = k->gcap ? 2 * k->gcap : 8;
+		struct twin_gap *g;
+
+		if (cap > KEEP_GAPS)
+			return -1;
+		g = realloc(k->gap, cap * sizeof(*g));
+		if (!g)
+			return -1;
+		k->gap = g;
+		k->gcap = cap;
+	}
+	k->gap[k->ngap].from = from;
+	k->gap[k->ngap].to = to;
+	k->ngap++;
+	return 0;
 }
 
 static int keep_reserve(struct twin_keep *k, size_t add)
@@ -76,40 +127,49 @@ static bool keeps(const struct conn *c)
 	       (c->role == REEL_ROLE_CLIENT || c->role == REEL_ROLE_SERVER);
 }
 
-void reel_twin_keep(struct conn *c, int dir, const struct reasm_chunk *ch)
+/* Appends n bytes at the window's end (zeros when d is NULL), the window
+ * held to lim bytes: 0, or -1 (the window emptied) when it cannot grow. */
+static int keep_append(struct twin_keep *k, const uint8_t *d, uint64_t n, uint64_t lim)
 {
-	struct twin_keep *k = &c->keep[dir & 1];
-	uint64_t lim = c->twin ? KEEP_PAIRED : KEEP_UNPAIRED;
-	uint32_t n = ch->cap;
-	const uint8_t *d = ch->data;
-
-	if (!n || !keeps(c) || (ch->flags & REEL_DATAF_FAULT))
-		return;
-	if (!c->twin && ch->ts > c->open_ts + UNPAIRED_NS) {
-		free(k->buf);
-		memset(k, 0, sizeof(*k));
-		return;
-	}
-	if (ch->pos != k->base + k->len) {
-		k->off = 0;
-		k->len = 0;
-		k->base = ch->pos;
-	}
 	if (n > lim) {
-		d += n - lim;
-		keep_drop_front(k, k->len);
-		k->base = ch->pos + (n - lim);
-		n = (uint32_t)lim;
+		if (d)
+			d += n - lim;
+		keep_restart(k, k->base + k->len + (n - lim));
+		n = lim;
 	}
 	if (k->len + n > lim)
 		keep_drop_front(k, k->len + n - lim);
 	if (keep_reserve(k, n)) {
-		keep_drop_front(k, k->len);
-		k->base = ch->pos + ch->cap;
+		keep_restart(k, k->base + k->len + n);
+		return -1;
+	}
+	if (d)
+		memcpy(k->buf + k->off + k->len, d, n);
+	else
+		memset(k->buf + k->off + k->len, 0, n);
+	k->len += n;
+	return 0;
+}
+
+void reel_twin_keep(struct conn *c, int dir, const struct reasm_chunk *ch)
+{
+	struct twin_keep *k = &c->keep[dir & 1];
+	uint64_t lim = c->twin ? KEEP_PAIRED : KEEP_UNPAIRED, end = k->base + k->len;
+
+	if (!ch->cap || !keeps(c) || (ch->flags & REEL_DATAF_FAULT))
+		return;
+	if (!c->twin && ch->ts > c->open_ts + UNPAIRED_NS) {
+		keep_free(k);
 		return;
 	}
-	memcpy(k->buf + k->off + k->len, d, n);
-	k->len += n;
+	/* a gap in what this end captured (a chunk cut or lost, a TWIN one):
+	 * the window spans it, as a gap, while it can */
+	if (ch->pos != end) {
+		if (!k->len || ch->pos < end || ch->pos - end >= lim || keep_gap(k, end, ch->pos) ||
+		    keep_append(k, NULL, ch->pos - end, lim))
+			keep_restart(k, ch->pos);
+	}
+	keep_append(k, ch->data, ch->cap, lim);
 }
 
 /* The window a TWIN chunk of c in `dir` reads: the peer's, other direction. */
@@ -130,6 +190,15 @@ void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch)
 	if (ch->pos < k->base || ch->pos >= k->base + k->len)
 		return; /* none of it: the whole chunk is a hole */
 	have = k->base + k->len - ch->pos;
+	for (uint32_t i = 0; i < k->ngap; i++) {
+		if (k->gap[i].to <= ch->pos)
+			continue;
+		if (k->gap[i].from <= ch->pos)
+			return; /* it starts in a gap: a hole */
+		if (k->gap[i].from - ch->pos < have)
+			have = k->gap[i].from - ch->pos;
+		break;
+	}
 	ch->data = k->buf + k->off + (ch->pos - k->base);
 	if (have >= ch->len) {
 		ch->cap = ch->len;
@@ -149,19 +218,32 @@ void reel_twin_trim(struct conn *c, int dir, uint64_t upto)
 }
 
 /* What the other traced end sent in c's direction dir past stream position
- * `from` (what c read): the part of its window there. */
+ * `from` (what c read): the first run of its window there. */
 size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u)
 {
 	const struct twin_keep *k = source(c, dir);
-	uint64_t end = k->base + k->len;
+	uint64_t end = k->base + k->len, pos = from > k->base ? from : k->base, stop = end;
 
 	memset(u, 0, sizeof(*u));
 	if (!k->len || end <= from)
 		return 0;
-	u->pos = k->base > from ? k->base : from;
-	u->gap = u->pos - from;
-	u->data = k->buf + k->off + (u->pos - k->base);
-	u->len = end - u->pos;
+	for (uint32_t i = 0; i < k->ngap; i++) {
+		if (k->gap[i].to <= pos)
+			continue;
+		if (k->gap[i].from <= pos) {
+			pos = k->gap[i].to;
+			continue;
+		}
+		stop = k->gap[i].from;
+		break;
+	}
+	if (pos >= end)
+		return 0;
+	u->pos = pos;
+	u->gap = pos - from;
+	u->kept = from >= k->base;
+	u->data = k->buf + k->off + (pos - k->base);
+	u->len = stop - pos;
 	if (c->twin) {
 		u->serial = c->twin->serial;
 		u->pid = c->twin->id.tgid;
@@ -183,7 +265,7 @@ void reel_twin_unlink(struct conn *going, struct conn *staying)
 	staying->peer_gone.fd = going->id.fd;
 	memcpy(staying->peer_gone.comm, going->comm, sizeof(staying->peer_gone.comm));
 	for (int d = 0; d < 2; d++) {
-		free(staying->peer_keep[d].buf);
+		keep_free(&staying->peer_keep[d]);
 		staying->peer_keep[d] = going->keep[d];
 		memset(&going->keep[d], 0, sizeof(going->keep[d]));
 	}
@@ -192,7 +274,7 @@ void reel_twin_unlink(struct conn *going, struct conn *staying)
 void reel_twin_free(struct conn *c)
 {
 	for (int d = 0; d < 2; d++) {
-		free(c->keep[d].buf);
-		free(c->peer_keep[d].buf);
+		keep_free(&c->keep[d]);
+		keep_free(&c->peer_keep[d]);
 	}
 }
