@@ -137,12 +137,14 @@ struct conn {
 	/* TWIN (twin.c): the bytes this end captured, per direction, for its
 	 * peer's TWIN chunks; the windows of a peer that went before it */
 	struct twin_keep keep[2], peer_keep[2];
-	/* the end whose windows peer_keep holds (it went first) */
+	/* the end whose windows peer_keep holds (it went first); pass: it
+	 * passed the filters */
 	struct {
 		uint64_t serial;
 		uint32_t pid;
 		int32_t fd;
 		char comm[REEL_COMM_LEN];
+		bool pass;
 	} peer_gone;
 };
 

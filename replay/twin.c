@@ -218,14 +218,16 @@ void reel_twin_trim(struct conn *c, int dir, uint64_t upto)
 }
 
 /* What the other traced end sent in c's direction dir past stream position
- * `from` (what c read): the first run of its window there. */
+ * `from` (what c read): the first run of its window there. None when the
+ * filters leave that end out (the packets are then this end's view). */
 size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u)
 {
 	const struct twin_keep *k = source(c, dir);
 	uint64_t end = k->base + k->len, pos = from > k->base ? from : k->base, stop = end;
 
 	memset(u, 0, sizeof(*u));
-	if (!k->len || end <= from)
+	if (!k->len || end <= from ||
+	    !(c->twin ? conn_pass_static(c->p, c->twin) : c->peer_gone.pass))
 		return 0;
 	for (uint32_t i = 0; i < k->ngap; i++) {
 		if (k->gap[i].to <= pos)
@@ -264,6 +266,7 @@ void reel_twin_unlink(struct conn *going, struct conn *staying)
 	staying->peer_gone.pid = going->id.tgid;
 	staying->peer_gone.fd = going->id.fd;
 	memcpy(staying->peer_gone.comm, going->comm, sizeof(staying->peer_gone.comm));
+	staying->peer_gone.pass = conn_pass_static(going->p, going);
 	for (int d = 0; d < 2; d++) {
 		keep_free(&staying->peer_keep[d]);
 		staying->peer_keep[d] = going->keep[d];

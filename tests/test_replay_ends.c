@@ -328,7 +328,7 @@ static void test_fork_shared_socket(void **state)
  * send) carries all the server sent that the file holds, the server's
  * second write cut by the overload control a sequence jump with its note,
  * the FIN after the last byte sent. Whether the server or the client ends
- * first. */
+ * first. With --pid of the client alone, the packets are its own view. */
 static void test_both_ends_unread(void **state)
 {
 	static struct tstream s;
@@ -411,6 +411,23 @@ static void test_both_ends_unread(void **state)
 				0);
 		}
 		run_free(&r);
+		/* --pid of the client alone: its own view, what it read */
+		{
+			static const uint32_t pid[] = {800};
+			REEL_OPTS(reel_pipeline_opts, o2, .pids = pid, .npids = 1,
+				  .pcapng_path = path_in_tmp("unread_pid.pcapng"));
+
+			memset(&r, 0, sizeof(r));
+			assert_int_equal(run_pipeline(&s, NULL, &o2, &r), 0);
+			memset(&rb, 0, sizeof(rb));
+			rb.dir[0].bytes = b0;
+			rb.dir[0].cap = sizeof(b0);
+			rb.dir[1].bytes = b1;
+			rb.dir[1].cap = sizeof(b1);
+			readback(path_in_tmp("unread_pid.pcapng"), 41003, &rb);
+			assert_int_equal(rb.dir[1].max_end, 1000);
+			run_free(&r);
+		}
 		ts_free(&s);
 	}
 }
