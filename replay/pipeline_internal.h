@@ -259,9 +259,12 @@ void reel_on_fill(struct reel_pipeline *p, const struct reel_event *ev);
 
 /* Keeps the bytes a chunk of c captured in dir, for the peer's TWIN chunks. */
 void reel_twin_keep(struct conn *c, int dir, const struct reasm_chunk *ch);
-/* A TWIN chunk of c in dir: its bytes from the peer's window (cap set, the
- * flags cleared when all of them were there). */
-void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch);
+/* A chunk of c in dir that lacks bytes (TWIN, or cut at this end): what the
+ * peer's window holds from its start (data, cap set; TWIN and TRUNCATED
+ * cleared when all of them were there). When the window holds more of it
+ * further on, ch ends there and true: *rest is the chunk's rest, to fill
+ * and push after ch. Not a sendfile chunk (fill.c). */
+bool reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch, struct reasm_chunk *rest);
 /* c reached `upto` in dir: the peer's window in the other direction drops
  * the bytes before it. */
 void reel_twin_trim(struct conn *c, int dir, uint64_t upto);

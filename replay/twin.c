@@ -8,7 +8,9 @@
  * bytes it captured per direction, a window that its traced peer's progress
  * in the other direction trims; a TWIN chunk takes its bytes from the peer's
  * window at the same positions. What the window does not hold (the peer's
- * chunk was lost: LOST, DROP) stays a hole, REASM_HOLE_TWIN. When one end
+ * chunk was lost: LOST, DROP) stays a hole, REASM_HOLE_TWIN. A chunk this
+ * end captured in part (cut by the overload control, the snaplen) takes the
+ * rest from the peer's window the same way when it holds it. When one end
  * goes, the other inherits its windows (its last TWIN chunks can come after
  * the peer's close).
  *
@@ -180,33 +182,64 @@ static struct twin_keep *source(struct conn *c, int dir)
 	return &c->peer_keep[!dir];
 }
 
-void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch)
+/* The first stream position at or after x the window holds (not in a gap;
+ * >= its end: none), and in *run_end where that run of bytes ends. */
+static uint64_t next_run(const struct twin_keep *k, uint64_t x, uint64_t *run_end)
+{
+	if (x < k->base)
+		x = k->base;
+	for (uint32_t i = 0; i < k->ngap; i++) {
+		if (k->gap[i].to <= x)
+			continue;
+		if (k->gap[i].from <= x) {
+			x = k->gap[i].to;
+			continue;
+		}
+		*run_end = k->gap[i].from;
+		return x;
+	}
+	*run_end = k->base + k->len;
+	return x;
+}
+
+bool reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch, struct reasm_chunk *rest)
 {
 	struct twin_keep *k = source(c, dir);
-	uint64_t have;
+	uint64_t end = ch->pos + ch->len, run_end, at, split;
 
-	if (!(ch->flags & REEL_DATAF_TWIN) || ch->cap)
-		return;
-	if (ch->pos < k->base || ch->pos >= k->base + k->len)
-		return; /* none of it: the whole chunk is a hole */
-	have = k->base + k->len - ch->pos;
-	for (uint32_t i = 0; i < k->ngap; i++) {
-		if (k->gap[i].to <= ch->pos)
-			continue;
-		if (k->gap[i].from <= ch->pos)
-			return; /* it starts in a gap: a hole */
-		if (k->gap[i].from - ch->pos < have)
-			have = k->gap[i].from - ch->pos;
-		break;
-	}
-	ch->data = k->buf + k->off + (ch->pos - k->base);
-	if (have >= ch->len) {
-		ch->cap = ch->len;
-		ch->flags &= ~(REEL_DATAF_TWIN | REEL_DATAF_TRUNCATED);
+	/* a sendfile chunk waits for its FILL records (fill.c) */
+	if (ch->cap >= ch->len || (ch->flags & REEL_DATAF_FILE_REF) || !k->len)
+		return false;
+	at = next_run(k, ch->pos, &run_end);
+	if (at == ch->pos && at < k->base + k->len) {
+		/* the window holds the chunk's start: as much as it has */
+		uint64_t have = (run_end < end ? run_end : end) - ch->pos;
+
+		if (have > ch->cap) {
+			c->p->tot.twin_bytes += have - ch->cap;
+			ch->data = k->buf + k->off + (ch->pos - k->base);
+			ch->cap = (uint32_t)have;
+		}
+		split = ch->pos + ch->cap;
 	} else {
-		ch->cap = (uint32_t)have;
+		/* else from where it has bytes past what the chunk captured */
+		split = next_run(k, ch->pos + ch->cap, &run_end);
 	}
-	c->p->tot.twin_bytes += ch->cap;
+	if (split < end && next_run(k, split, &run_end) < end && run_end > split) {
+		/* more of the chunk in the window further on: the rest is a
+		 * chunk of its own (what is between stays a hole of its cause) */
+		*rest = *ch;
+		rest->pos = split;
+		rest->len = (uint32_t)(end - split);
+		rest->cap = 0;
+		rest->data = NULL;
+		ch->len = (uint32_t)(split - ch->pos);
+	} else {
+		split = end;
+	}
+	if (ch->cap == ch->len)
+		ch->flags &= ~(REEL_DATAF_TWIN | REEL_DATAF_TRUNCATED);
+	return split < end;
 }
 
 void reel_twin_trim(struct conn *c, int dir, uint64_t upto)
@@ -223,22 +256,13 @@ void reel_twin_trim(struct conn *c, int dir, uint64_t upto)
 size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u)
 {
 	const struct twin_keep *k = source(c, dir);
-	uint64_t end = k->base + k->len, pos = from > k->base ? from : k->base, stop = end;
+	uint64_t end = k->base + k->len, pos, stop;
 
 	memset(u, 0, sizeof(*u));
 	if (!k->len || end <= from ||
 	    !(c->twin ? conn_pass_static(c->p, c->twin) : c->peer_gone.pass))
 		return 0;
-	for (uint32_t i = 0; i < k->ngap; i++) {
-		if (k->gap[i].to <= pos)
-			continue;
-		if (k->gap[i].from <= pos) {
-			pos = k->gap[i].to;
-			continue;
-		}
-		stop = k->gap[i].from;
-		break;
-	}
+	pos = next_run(k, from, &stop);
 	if (pos >= end)
 		return 0;
 	u->pos = pos;

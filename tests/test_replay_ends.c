@@ -432,6 +432,57 @@ static void test_both_ends_unread(void **state)
 	}
 }
 
+/* Both ends traced, each end's capture cut in places (the overload
+ * control): a chunk of the reader's takes what it lacks from the writer's
+ * window, run by run, and only what neither end captured stays a hole. */
+static void test_both_ends_fill_cut(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t body[3000], b0[256], b1[4096];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("fillcut.pcapng"));
+	struct run r = {0};
+	const char *req = "GET /cut HTTP/1.1\r\nHost: b\r\n\r\n";
+	uint32_t rq = (uint32_t)strlen(req);
+	const uint32_t tw = REEL_DATAF_TWIN | REEL_DATAF_HAS_SEQ;
+	uint8_t zero[800] = {0};
+
+	(void)state;
+	fill(body, sizeof(body), 12);
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41004, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41004, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, NULL, rq, 0, tw, REEL_L4_TCP);
+	/* the server's writes: [1000, 2000) cut after 200 bytes */
+	for (uint32_t i = 0; i < 3; i++)
+		ts_data(&s, 1, T0 + 20 + i, 900, 7, 1002, REEL_DIR_EGRESS, i * 1000,
+			body + i * 1000, 1000, i == 1 ? 200 : 1000,
+			i == 1 ? REEL_DATAF_OVERLOAD : 0, REEL_L4_TCP);
+	/* the client's one read of all 3,000, cut after 100 bytes */
+	ts_data(&s, 0, T0 + 30, 800, 5, 1001, REEL_DIR_INGRESS, 0, body, 3000, 100,
+		REEL_DATAF_OVERLOAD, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 40, 800, 5, 1001, rq, 3000);
+	ts_close(&s, 1, T0 + 41, 900, 7, 1002, 3000, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	/* the client's view: 2,200 bytes, one 800-byte hole cut at both ends;
+	 * taken from the other end: the request's 30 (TWIN), 1,100 + 1,000 */
+	assert_non_null(strstr(r.json, "\"bytes_in\":3000,\"captured_out\":30,"
+				       "\"captured_in\":2200,\"holes\":1,\"hole_bytes\":800,"));
+	assert_non_null(strstr(r.summary, "bytes taken from the other traced end (TWIN): 2130"));
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("fillcut.pcapng"), 41004, &rb);
+	assert_int_equal(rb.dir[1].max_end, 3000);
+	assert_memory_equal(b1, body, 1200);
+	assert_memory_equal(b1 + 1200, zero, 800);
+	assert_memory_equal(b1 + 2000, body + 2000, 1000);
+	run_free(&r);
+	ts_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_both_ends_twin_gone),
 		cmocka_unit_test(test_both_ends_twin_chunks),
 		cmocka_unit_test(test_both_ends_unread),
+		cmocka_unit_test(test_both_ends_fill_cut),
 		cmocka_unit_test(test_both_ends_tls),
 		cmocka_unit_test(test_fork_shared_socket),
 	};
