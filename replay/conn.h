@@ -19,6 +19,7 @@
 #include "reel_abi.h"
 
 struct reel_pipeline;
+struct hole_note;
 
 enum conn_end {
 	CONN_END_CLOSE = 0, /* close() seen */
@@ -27,11 +28,16 @@ enum conn_end {
 };
 
 /* A window of the stream bytes one end captured in one direction (twin.c):
- * stream positions [base, base + len) at buf + off. */
+ * stream positions [base, base + len) at buf + off, but for the gaps its
+ * chunks left there (ascending; zeros in buf). */
 struct twin_keep {
 	uint8_t *buf;
 	size_t off, len, cap;
 	uint64_t base;
+	struct twin_gap {
+		uint64_t from, to;
+	} * gap;
+	uint32_t ngap, gcap;
 };
 
 struct conn {
@@ -132,6 +138,15 @@ struct conn {
 	/* TWIN (twin.c): the bytes this end captured, per direction, for its
 	 * peer's TWIN chunks; the windows of a peer that went before it */
 	struct twin_keep keep[2], peer_keep[2];
+	/* the end whose windows peer_keep holds (it went first); pass: it
+	 * passed the filters */
+	struct {
+		uint64_t serial;
+		uint32_t pid;
+		int32_t fd;
+		char comm[REEL_COMM_LEN];
+		bool pass;
+	} peer_gone;
 };
 
 /*
@@ -151,8 +166,8 @@ struct flow {
 	struct reel_pkt_ep ep[2]; /* [0] the traced socket, [1] its peer */
 	uint32_t isn[2];	  /* per direction */
 	uint16_t ipid[2];
-	uint64_t pos[2]; /* socket stream positions written so far */
-	char *note[2];	 /* pending packet comment per direction (a hole) */
+	uint64_t pos[2];	   /* socket stream positions written so far */
+	struct hole_note *note[2]; /* holes the next packet tells, per direction */
 	char *first_note;
 	/* the close that ended it, for the FIN written later */
 	uint64_t close_ts;

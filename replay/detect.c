@@ -240,6 +240,7 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 	char buf[512];
 	struct reel_sb sb;
 	const struct loss_note *l = NULL;
+	unsigned note; /* the cause the packet comment counts it by (holenote.h) */
 
 	if (why == REASM_HOLE_GAP) {
 		l = loss_before(p, next ? next->ts : ts);
@@ -257,16 +258,15 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		c->hole_by[cause] += len; /* taken back if c turns out a mirror */
 	/* (io_uring's length-only holes count as length-only in a txn) */
 	/* (and a TWIN chunk's bytes lost at the peer as lost; unexplained: bit 0) */
-	c->hole_why[dir] |= (uint16_t)(1u << (cause == REASM_HOLE_URING ? REASM_HOLE_LENONLY
-					      : cause == REASM_HOLE_TWIN || cause == REASM_HOLE_DAMAGED
-						      ? REASM_HOLE_GAP
-					      : cause == REASM_HOLE_UNEXPLAINED ? 0
-										: cause));
+	c->hole_why[dir] |=
+		(uint16_t)(1u << (cause == REASM_HOLE_URING ? REASM_HOLE_LENONLY
+				  : cause == REASM_HOLE_TWIN || cause == REASM_HOLE_DAMAGED
+					  ? REASM_HOLE_GAP
+				  : cause == REASM_HOLE_UNEXPLAINED ? 0
+								    : cause));
+	/* this hole alone: its note joins those pending (holenote.c) */
+	note = cause;
 	reel_sb_init(&sb, buf, sizeof(buf));
-	if (c->fl->note[dir]) {
-		reel_sb_puts(&sb, c->fl->note[dir]);
-		reel_sb_puts(&sb, "; ");
-	}
 	reel_sb_printf(&sb, "reel: %" PRIu64 " bytes missing here at stream position %" PRIu64 " (",
 		       len, pos);
 	switch (why) {
@@ -288,6 +288,7 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 				       l->count);
 		break;
 	case REASM_HOLE_GAP: {
+		note = !l ? REASM_HOLE_UNEXPLAINED : l->drop ? HOLE_CAUSE_DROP : REASM_HOLE_GAP;
 		if (!l)
 			reel_sb_puts(&sb, "not captured; no LOST or DROP record explains it");
 		else if (l->drop)
@@ -337,8 +338,8 @@ static void on_hole(void *ctx, int dir, uint64_t ts, uint64_t pos, uint64_t len,
 		break;
 	}
 	reel_sb_putc(&sb, ')');
-	free(c->fl->note[dir]);
-	c->fl->note[dir] = strdup(buf);
+	reel_hole_note_add(c->fl, dir, note, pos, len, buf,
+			   sb.len < sizeof(buf) ? sb.len : strlen(buf));
 	if (c->parser)
 		c->parser->hole(c->pst, (enum reel_l7_dir)l7dir(c, dir), ts, pos, len, &emit);
 	else

@@ -105,6 +105,8 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 		reel_fill_release(c, d);
 		reel_reasm_flush(&c->rs[d], ts, final ? final[d] : 0, d, &reel_rs_ops, c);
 	}
+	/* both ends traced: what the other end sent and this one never read */
+	reel_synth_unread(p, c, ts);
 	reel_mirror_unlink(c); /* a mirror takes its twin's protocol for its line */
 	if (c->parser) {
 		c->parser->close(c->pst, ts, &emit);

@@ -105,9 +105,11 @@ static void csum_take_spill(struct reel_pcapng *w)
 	l->n = w->spill.n;
 }
 
-/* Largest EPB: header, packet, padding, options (1 KiB comment), trailer. */
+/* Largest EPB: header, packet, padding, options (a comment of up to
+ * REEL_PCAPNG_COMMENT_MAX bytes), trailer. */
 #define EPB_HDR	 28
-#define OPT_MAX	 (1024 + 64)
+#define CMT_MAX	 REEL_PCAPNG_COMMENT_MAX
+#define OPT_MAX	 (CMT_MAX + 64)
 #define BLK_CAP	 (EPB_HDR + 65536 + 256 + OPT_MAX + 4)
 #define FLUSH_AT OUT_BUF
 
@@ -136,7 +138,7 @@ static void opt_str(struct optbuf *o, uint16_t code, const char *s)
 	if (s && *s) {
 		size_t n = strlen(s);
 
-		opt_add(o, code, s, n < 1024 ? n : 1024);
+		opt_add(o, code, s, n < CMT_MAX ? n : CMT_MAX);
 	}
 }
 
@@ -269,8 +271,8 @@ uint8_t *reel_pcapng__reserve(struct reel_pcapng *w)
 }
 
 /* The EPB around the packet reserve() returned: options as opt_add would lay
- * them out (they always fit: 8 + 12 + 1028), the comment's clen bytes (at
- * most 1024 kept) given. */
+ * them out (they always fit: 8 + 12 + 4 + CMT_MAX), the comment's clen bytes
+ * (at most CMT_MAX kept) given. */
 static inline int commit_epb(struct reel_pcapng *w, uint64_t real_ns, uint32_t len, uint32_t dir,
 			     uint32_t pid, uint32_t tid, const char *comment, size_t clen)
 {
@@ -299,7 +301,7 @@ static inline int commit_epb(struct reel_pcapng *w, uint64_t real_ns, uint32_t l
 		q += 12;
 	}
 	if (clen) {
-		uint16_t oh[2] = {1, (uint16_t)(clen < 1024 ? clen : 1024)};
+		uint16_t oh[2] = {1, (uint16_t)(clen < CMT_MAX ? clen : CMT_MAX)};
 
 		memcpy(q, oh, 4);
 		memcpy(q + 4, comment, oh[1]);
@@ -322,7 +324,7 @@ static inline int commit_epb(struct reel_pcapng *w, uint64_t real_ns, uint32_t l
 
 static size_t comment_len(const char *comment)
 {
-	return comment && *comment ? strnlen(comment, 1024) : 0;
+	return comment && *comment ? strnlen(comment, CMT_MAX) : 0;
 }
 
 int reel_pcapng__commit(struct reel_pcapng *w, const struct reel_pkt_spec *s, size_t len)

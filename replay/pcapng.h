@@ -45,7 +45,8 @@ struct reel_pcapng *reel_pcapng__open(const char *path, const char *appl, const 
  *    reel_pkt_build makes it there, commit writes the EPB around its len
  *    bytes. A reserve not committed is dropped (a packet a filter refused).
  * The EPB's options come from the spec: direction, pid/tid, the comment's
- * clen bytes (at most 1024 kept; REEL_PCAPNG_STRLEN: measured).
+ * clen bytes (at most REEL_PCAPNG_COMMENT_MAX - 1 kept; REEL_PCAPNG_STRLEN:
+ * measured).
  */
 #define REEL_PCAPNG_MAX_PKT (65536 + 128)
 size_t reel_pcapng__put(struct reel_pcapng *w, const struct reel_pkt_spec *s, int *err);

@@ -58,6 +58,24 @@ static void wildcard_to_loopback(struct reel_endpoint *local, const struct reel_
 	}
 }
 
+/* Pushes a chunk to reassembly, what it lacks (TWIN, or cut at this end)
+ * taken first from the other traced end's window, piece by piece (twin.c);
+ * then that window drops what this end has moved past. */
+static void push_filled(struct reel_pipeline *p, struct conn *c, int dir, struct reasm_chunk *ch)
+{
+	uint64_t upto = ch->pos + ch->len;
+	struct reasm_chunk rest;
+	bool more;
+
+	do {
+		more = ch->cap < ch->len && reel_twin_fill(c, dir, ch, &rest);
+		reel_reasm_push(&c->rs[dir], &p->lim, ch, dir, &reel_rs_ops, c);
+		if (more)
+			*ch = rest;
+	} while (more);
+	reel_twin_trim(c, dir, upto);
+}
+
 static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 {
 	const struct reel_ev_data *d = &ev->data.hdr;
@@ -122,20 +140,18 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	 * them went by as orphans.)
 	 */
 	reel_reasm_release(&c->rs[!d->dir], ch.ts, !d->dir, &reel_rs_ops, c);
-	/* both ends traced: the bytes kept for the peer's TWIN chunks, or
-	 * taken from the peer's (twin.c) */
-	if (d->flags & REEL_DATAF_TWIN)
-		reel_twin_fill(c, d->dir, &ch);
-	else
+	/* both ends traced: the bytes kept for the peer's TWIN chunks (twin.c) */
+	if (!(d->flags & REEL_DATAF_TWIN))
 		reel_twin_keep(c, d->dir, &ch);
-	reel_twin_trim(c, d->dir, ch.pos + ch.len);
 	/* a sendfile chunk waits for its FILL records (fill.c); any other
 	 * chunk first lets a waiting one go as it is */
 	if (c->fill[d->dir].on || (d->flags & REEL_DATAF_FILE_REF)) {
-		if (reel_fill_hold(c, d->dir, &ch))
+		if (reel_fill_hold(c, d->dir, &ch)) {
+			reel_twin_trim(c, d->dir, ch.pos + ch.len);
 			return;
+		}
 	}
-	reel_reasm_push(&c->rs[d->dir], &p->lim, &ch, d->dir, &reel_rs_ops, c);
+	push_filled(p, c, d->dir, &ch);
 }
 
 static void print_event(struct reel_pipeline *p, const struct reel_event *ev)

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "holenote.h"
 #include "pcapng.h"
 #include "pcapw.h"
 #include "reasm.h"
@@ -260,12 +261,31 @@ void reel_on_fill(struct reel_pipeline *p, const struct reel_event *ev);
 
 /* Keeps the bytes a chunk of c captured in dir, for the peer's TWIN chunks. */
 void reel_twin_keep(struct conn *c, int dir, const struct reasm_chunk *ch);
-/* A TWIN chunk of c in dir: its bytes from the peer's window (cap set, the
- * flags cleared when all of them were there). */
-void reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch);
+/* A chunk of c in dir that lacks bytes (TWIN, or cut at this end): what the
+ * peer's window holds from its start (data, cap set; TWIN and TRUNCATED
+ * cleared when all of them were there). When the window holds more of it
+ * further on, ch ends there and true: *rest is the chunk's rest, to fill
+ * and push after ch. Not a sendfile chunk (fill.c). */
+bool reel_twin_fill(struct conn *c, int dir, struct reasm_chunk *ch, struct reasm_chunk *rest);
 /* c reached `upto` in dir: the peer's window in the other direction drops
  * the bytes before it. */
 void reel_twin_trim(struct conn *c, int dir, uint64_t upto);
+/* Bytes the other traced end sent that c never read, one run of them:
+ * stream positions [pos, pos + len) at data, `gap` bytes after the position
+ * asked for (kept: a gap in what the sender captured; else also bytes
+ * before its window), and who sent them. */
+struct twin_unread {
+	uint64_t pos, len, gap, serial;
+	bool kept;
+	const uint8_t *data;
+	uint32_t pid;
+	int32_t fd;
+	char comm[REEL_COMM_LEN];
+};
+/* What the other traced end sent in c's direction dir past stream position
+ * `from` (what c read): the first run of its window there (u->len; 0:
+ * none). */
+size_t reel_twin_unread(struct conn *c, int dir, uint64_t from, struct twin_unread *u);
 /* The two ends unlink: `staying` inherits the windows of `going`. */
 void reel_twin_unlink(struct conn *going, struct conn *staying);
 void reel_twin_free(struct conn *c);
@@ -414,6 +434,9 @@ static inline void put_ep(struct reel_sb *sb, const struct conn *c, int side)
 
 void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 			  const struct reasm_chunk *ch);
+/* c ends: when its flow stands for a connection traced at both ends, the
+ * bytes the other end sent and c never read go into it (before its FIN). */
+void reel_synth_unread(struct reel_pipeline *p, struct conn *c, uint64_t ts);
 
 static inline void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 			      const struct reasm_chunk *ch)

@@ -50,6 +50,10 @@ struct reel_pkt_spec {
 };
 
 #define REEL_PCAPNG_STRLEN ((size_t)-1)
+/* A packet comment's room, its NUL included: what synth.c writes (a hole
+ * note of at most 1,023 bytes, holenote.h; a first-packet note; a packet,
+ * close or unread note) fits, never cut. */
+#define REEL_PCAPNG_COMMENT_MAX 4096
 
 /* The end-around-carry fold, without a loop: each step keeps the value
  * modulo 0xffff and nonzero if it was. */

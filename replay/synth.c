@@ -151,13 +151,7 @@ static void take_notes(struct flow *fl, int dir, struct reel_sb *sb)
 		free(fl->first_note);
 		fl->first_note = NULL;
 	}
-	if (fl->note[dir]) {
-		if (sb->len)
-			reel_sb_puts(sb, "; ");
-		reel_sb_puts(sb, fl->note[dir]);
-		free(fl->note[dir]);
-		fl->note[dir] = NULL;
-	}
+	reel_hole_note_take(fl, dir, sb);
 }
 
 /* Sequence number of this conn's stream byte `pos` in its socket's flow. */
@@ -173,7 +167,7 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		       ((uint64_t)c->host << 56);
 	int cd, sd;
 	uint64_t t;
-	char note[320];
+	char note[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb sb;
 	struct flow_pkt k;
 
@@ -339,7 +333,7 @@ static void put_packet_note(struct reel_sb *sb, struct conn *c, int dir,
 void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 			  const struct reasm_chunk *ch)
 {
-	char note[1024];
+	char note[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb sb;
 	struct flow_pkt k;
 	uint32_t mss;
@@ -377,11 +371,100 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 		/* the ACK is the first packet of od past a hole declared there
 		 * since its last data packet (a call's cut tail): it says why */
 		reel_sb_init(&sb, note, sizeof(note));
-		if (c->fl->note[od])
+		if (reel_hole_note_pending(c->fl, od))
 			take_notes(c->fl, od, &sb);
 		k = conn_pkt(c, od, ch->ts);
 		emit_ctl(p, &k, od, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
 			 seq_at(c, dir, ch->pos + ch->len), sb.len ? note : NULL);
+	}
+}
+
+/* The comment of the first segment of a run of bytes the other traced end
+ * sent and c never read: the first run says so, a later one names the gap
+ * before it. */
+static void unread_note(struct reel_sb *sb, const struct conn *c, const struct twin_unread *u,
+			bool first)
+{
+	const char *sender = u->comm[0] ? u->comm : "?";
+
+	if (sb->len)
+		reel_sb_puts(sb, "; ");
+	if (first)
+		reel_sb_printf(
+			sb,
+			"reel: %" PRIu64 " bytes from stream position %" PRIu64
+			" sent by %s pid %u fd %d (conn %" PRIu64
+			", the other traced end) and never read by %s pid %u fd %d (conn %" PRIu64
+			", read up to %" PRIu64 ")",
+			u->len, u->pos, sender, u->pid, u->fd, u->serial,
+			c->comm[0] ? c->comm : "?", c->id.tgid, c->id.fd, c->serial,
+			u->pos - u->gap);
+	else
+		reel_sb_printf(sb,
+			       "reel: %" PRIu64 " bytes more from stream position %" PRIu64
+			       " sent by %s pid %u (conn %" PRIu64 ") and never read",
+			       u->len, u->pos, sender, u->pid, u->serial);
+	if (u->gap)
+		reel_sb_printf(
+			sb,
+			"; the %" PRIu64 " bytes sent before them (from %" PRIu64
+			") are not shown: %s",
+			u->gap, u->pos - u->gap,
+			u->kept ? "a hole in the sender's stream"
+				: "the sender's window kept for replay (16 MiB) starts after "
+				  "them, or a hole in its stream");
+}
+
+/* Segments of one run of the bytes the other traced end sent in dir and c
+ * never read, the first with its note. */
+static void unread_emit(struct reel_pipeline *p, struct conn *c, int dir, uint64_t ts,
+			const struct twin_unread *u, bool first)
+{
+	char note[REEL_PCAPNG_COMMENT_MAX];
+	struct reel_sb sb;
+	struct flow_pkt k = conn_pkt(c, dir, ts);
+	uint32_t mss = reel_pkt_mss(c->fl->ep[0].v6, 6);
+	int od = !dir;
+
+	reel_sb_init(&sb, note, sizeof(note));
+	take_notes(c->fl, dir, &sb);
+	unread_note(&sb, c, u, first);
+	for (uint64_t off = 0; off < u->len;) {
+		uint32_t n = u->len - off < mss ? (uint32_t)(u->len - off) : mss;
+
+		k.flags = REEL_TCP_ACK | (off + n == u->len ? REEL_TCP_PSH : 0);
+		k.seq = seq_at(c, dir, u->pos + off);
+		k.ack = seq_at(c, od, c->rs[od].next);
+		k.data = u->data + off;
+		k.len = n;
+		k.comment = off ? NULL : note;
+		k.clen = REEL_PCAPNG_STRLEN;
+		emit(p, &k);
+		off += n;
+	}
+	k = conn_pkt(c, od, ts);
+	emit_ctl(p, &k, od, REEL_TCP_ACK, seq_at(c, od, c->rs[od].next),
+		 seq_at(c, dir, u->pos + u->len), NULL);
+}
+
+void reel_synth_unread(struct reel_pipeline *p, struct conn *c, uint64_t ts)
+{
+	struct flow *fl = c->fl;
+
+	/* the flow this end stands for, ending with it */
+	if ((!p->png && !p->pcw) || !fl || !fl->started || fl->mirror_of || !fl->stream ||
+	    fl->shared || fl->refs != 1 || !conn_pass(p, c))
+		return;
+	for (int d = 0; d < 2; d++) {
+		struct twin_unread u;
+		uint64_t from = c->rs[d].next;
+
+		for (bool first = true; reel_twin_unread(c, d, from, &u); first = false) {
+			unread_emit(p, c, d, ts, &u, first);
+			from = u.pos + u.len;
+			if (c->base[d] + from > fl->pos[d])
+				fl->pos[d] = c->base[d] + from;
+		}
 	}
 }
 
@@ -418,8 +501,7 @@ void reel_flow_free(struct reel_pipeline *p, struct flow *fl)
 			*pp = fl->hnext;
 	}
 	reel_tuple_release(p, fl);
-	free(fl->note[0]);
-	free(fl->note[1]);
+	reel_hole_note_free(fl);
 	free(fl->first_note);
 	free(fl);
 }
@@ -461,7 +543,7 @@ void reel_flow_finish(struct reel_pipeline *p, struct flow *fl)
 			     .ts = fl->close_ts,
 			     .file_idx = fl->close_file,
 			     .pid = fl->close_tgid};
-	char n0[1024], n1[1024];
+	char n0[REEL_PCAPNG_COMMENT_MAX], n1[REEL_PCAPNG_COMMENT_MAX];
 	struct reel_sb a, b;
 	uint32_t e, r;
 

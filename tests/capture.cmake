@@ -58,6 +58,18 @@ if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interprete
 		TIMEOUT 900 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 endif()
 
+# Both ends traced, bytes sent and never read (issue 22): a client reads
+# 1,000 bytes of nginx's 64 KiB answer and closes; the pcapng carries all
+# that nginx sent (tshark follow), the FIN after its last byte.
+if(TARGET reelcap AND TARGET reelplay AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_twin_unread
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/twin_unread.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_twin_unread)
+	set_tests_properties(capture_twin_unread PROPERTIES LABELS "capture;root;tshark"
+		TIMEOUT 120 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+endif()
+
 # sendfile bodies (issue 10): nginx with sendfile on, bodies read back from
 # the files (FILL records), a rewritten file a marked hole, --no-file-fill.
 if(TARGET reelcap AND TARGET reelplay AND TARGET reeltool AND Python3_Interpreter_FOUND)

@@ -375,6 +375,166 @@ static void test_fork_shared_socket(void **state)
 	ts_free(&s);
 }
 
+/* Both ends traced, the client reads 1,000 of the 8,000 bytes the server
+ * wrote and closes (item 2 of issue 22): the flow (the client's, first to
+ * send) carries all the server sent that the file holds, the server's
+ * second write cut by the overload control a sequence jump with its note,
+ * the FIN after the last byte sent. Whether the server or the client ends
+ * first. With --pid of the client alone, the packets are its own view. */
+static void test_both_ends_unread(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t body[8000], b0[256], b1[16384];
+	const char *req = "GET /unread HTTP/1.1\r\nHost: b\r\n\r\n";
+	uint32_t rq = (uint32_t)strlen(req);
+	const uint32_t tw = REEL_DATAF_TWIN | REEL_DATAF_HAS_SEQ;
+
+	(void)state;
+	fill(body, sizeof(body), 11);
+	for (int server_first = 0; server_first < 2; server_first++) {
+		REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("unread.pcapng"));
+		struct run r = {0};
+		uint8_t zero[1500] = {0};
+
+		memset(&s, 0, sizeof(s));
+		ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41003, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+		ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41003, REEL_ROLE_SERVER, REEL_L4_TCP);
+		ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0,
+			REEL_L4_TCP);
+		ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, NULL, rq, 0, tw,
+			REEL_L4_TCP);
+		/* four writes of 2,000 bytes, the second cut after 500 */
+		for (uint32_t i = 0; i < 4; i++)
+			ts_data(&s, 1, T0 + 20 + i, 900, 7, 1002, REEL_DIR_EGRESS, i * 2000,
+				body + i * 2000, 2000, i == 1 ? 500 : 2000,
+				i == 1 ? REEL_DATAF_OVERLOAD : 0, REEL_L4_TCP);
+		ts_data(&s, 0, T0 + 30, 800, 5, 1001, REEL_DIR_INGRESS, 0, NULL, 1000, 0, tw,
+			REEL_L4_TCP);
+		if (server_first)
+			ts_close(&s, 1, T0 + 39, 900, 7, 1002, 8000, rq);
+		ts_close(&s, 0, T0 + 40, 800, 5, 1001, rq, 1000);
+		if (!server_first)
+			ts_close(&s, 1, T0 + 41, 900, 7, 1002, 8000, rq);
+		assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+		/* the JSON keeps each end's view: the client read 1,000 bytes */
+		assert_non_null(strstr(r.json, "\"bytes_in\":1000,\"captured_out\":33,"
+					       "\"captured_in\":1000,\"holes\":0"));
+		assert_non_null(strstr(r.json,
+				       "\"bytes_out\":8000,\"bytes_in\":33,"
+				       "\"captured_out\":6500,\"captured_in\":33,\"holes\":1,"
+				       "\"hole_bytes\":1500"));
+		memset(&rb, 0, sizeof(rb));
+		memset(b1, 0, sizeof(b1));
+		rb.dir[0].bytes = b0;
+		rb.dir[0].cap = sizeof(b0);
+		rb.dir[1].bytes = b1;
+		rb.dir[1].cap = sizeof(b1);
+		readback(path_in_tmp("unread.pcapng"), 41003, &rb);
+		assert_int_equal(rb.dir[0].max_end, rq);
+		assert_memory_equal(b0, req, rq);
+		assert_int_equal(rb.dir[1].max_end, 8000);
+		assert_memory_equal(b1, body, 2500);
+		assert_memory_equal(b1 + 2500, zero, 1500); /* the cut: no packet */
+		assert_memory_equal(b1 + 4000, body + 4000, 4000);
+		assert_int_equal(rb.fin, 2);
+		if (have_tshark()) {
+			/* the FINs after the last bytes sent; the notes of the unread
+			 * bytes and of the cut */
+			assert_int_equal(
+				sh("tshark -r '%s' -Y 'tcp.flags.fin==1 && tcp.srcport==8080 && "
+				   "tcp.seq==8001' 2>/dev/null | grep -q .",
+				   path_in_tmp("unread.pcapng")),
+				0);
+			assert_int_equal(
+				sh("tshark -r '%s' -T fields -e frame.comment 2>/dev/null | "
+				   "grep -q 'reel: 1500 bytes from stream position 1000 sent "
+				   "by .* pid 900 fd 7 (conn 2, the other traced end) and "
+				   "never read by .* pid 800 fd 5 (conn 1, read up to 1000)'",
+				   path_in_tmp("unread.pcapng")),
+				0);
+			assert_int_equal(
+				sh("tshark -r '%s' -T fields -e frame.comment 2>/dev/null | "
+				   "grep -q 'reel: 4000 bytes more from stream position 4000 "
+				   "sent by .* pid 900 (conn 2) and never read; the 1500 bytes "
+				   "sent before them (from 2500) are not shown: a hole in the "
+				   "sender.s stream'",
+				   path_in_tmp("unread.pcapng")),
+				0);
+		}
+		run_free(&r);
+		/* --pid of the client alone: its own view, what it read */
+		{
+			static const uint32_t pid[] = {800};
+			REEL_OPTS(reel_pipeline_opts, o2, .pids = pid, .npids = 1,
+				  .pcapng_path = path_in_tmp("unread_pid.pcapng"));
+
+			memset(&r, 0, sizeof(r));
+			assert_int_equal(run_pipeline(&s, NULL, &o2, &r), 0);
+			memset(&rb, 0, sizeof(rb));
+			rb.dir[0].bytes = b0;
+			rb.dir[0].cap = sizeof(b0);
+			rb.dir[1].bytes = b1;
+			rb.dir[1].cap = sizeof(b1);
+			readback(path_in_tmp("unread_pid.pcapng"), 41003, &rb);
+			assert_int_equal(rb.dir[1].max_end, 1000);
+			run_free(&r);
+		}
+		ts_free(&s);
+	}
+}
+
+/* Both ends traced, each end's capture cut in places (the overload
+ * control): a chunk of the reader's takes what it lacks from the writer's
+ * window, run by run, and only what neither end captured stays a hole. */
+static void test_both_ends_fill_cut(void **state)
+{
+	static struct tstream s;
+	static struct readback rb;
+	static uint8_t body[3000], b0[256], b1[4096];
+	REEL_OPTS(reel_pipeline_opts, o, .pcapng_path = path_in_tmp("fillcut.pcapng"));
+	struct run r = {0};
+	const char *req = "GET /cut HTTP/1.1\r\nHost: b\r\n\r\n";
+	uint32_t rq = (uint32_t)strlen(req);
+	const uint32_t tw = REEL_DATAF_TWIN | REEL_DATAF_HAS_SEQ;
+	uint8_t zero[800] = {0};
+
+	(void)state;
+	fill(body, sizeof(body), 12);
+	ts_open(&s, 0, T0 + 1, 800, 5, 1001, 41004, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_open(&s, 1, T0 + 2, 900, 7, 1002, 8080, 41004, REEL_ROLE_SERVER, REEL_L4_TCP);
+	ts_data(&s, 0, T0 + 10, 800, 5, 1001, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(&s, 1, T0 + 11, 900, 7, 1002, REEL_DIR_INGRESS, 0, NULL, rq, 0, tw, REEL_L4_TCP);
+	/* the server's writes: [1000, 2000) cut after 200 bytes */
+	for (uint32_t i = 0; i < 3; i++)
+		ts_data(&s, 1, T0 + 20 + i, 900, 7, 1002, REEL_DIR_EGRESS, i * 1000,
+			body + i * 1000, 1000, i == 1 ? 200 : 1000,
+			i == 1 ? REEL_DATAF_OVERLOAD : 0, REEL_L4_TCP);
+	/* the client's one read of all 3,000, cut after 100 bytes */
+	ts_data(&s, 0, T0 + 30, 800, 5, 1001, REEL_DIR_INGRESS, 0, body, 3000, 100,
+		REEL_DATAF_OVERLOAD, REEL_L4_TCP);
+	ts_close(&s, 0, T0 + 40, 800, 5, 1001, rq, 3000);
+	ts_close(&s, 1, T0 + 41, 900, 7, 1002, 3000, rq);
+	assert_int_equal(run_pipeline(&s, NULL, &o, &r), 0);
+	/* the client's view: 2,200 bytes, one 800-byte hole cut at both ends;
+	 * taken from the other end: the request's 30 (TWIN), 1,100 + 1,000 */
+	assert_non_null(strstr(r.json, "\"bytes_in\":3000,\"captured_out\":30,"
+				       "\"captured_in\":2200,\"holes\":1,\"hole_bytes\":800,"));
+	assert_non_null(strstr(r.summary, "bytes taken from the other traced end (TWIN): 2130"));
+	memset(&rb, 0, sizeof(rb));
+	rb.dir[0].bytes = b0;
+	rb.dir[0].cap = sizeof(b0);
+	rb.dir[1].bytes = b1;
+	rb.dir[1].cap = sizeof(b1);
+	readback(path_in_tmp("fillcut.pcapng"), 41004, &rb);
+	assert_int_equal(rb.dir[1].max_end, 3000);
+	assert_memory_equal(b1, body, 1200);
+	assert_memory_equal(b1 + 1200, zero, 800);
+	assert_memory_equal(b1 + 2000, body + 2000, 1000);
+	run_free(&r);
+	ts_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +542,8 @@ int main(void)
 		cmocka_unit_test(test_both_ends_holes_once),
 		cmocka_unit_test(test_both_ends_twin_gone),
 		cmocka_unit_test(test_both_ends_twin_chunks),
+		cmocka_unit_test(test_both_ends_unread),
+		cmocka_unit_test(test_both_ends_fill_cut),
 		cmocka_unit_test(test_both_ends_tls),
 		cmocka_unit_test(test_fork_shared_socket),
 	};
