@@ -35,6 +35,9 @@ struct reel_summary_totals {
 	uint64_t recover_blocks, recover_records, recover_refs;
 	uint64_t recover_unsized; /* of those blocks, ones the input's index did not name */
 	uint64_t first_real_ns, last_real_ns;
+	/* a filter or --from/--to is set: the connections shown (the table's) */
+	bool selecting;
+	uint64_t conns_shown;
 };
 
 struct reel_summary *reel_summary_new(void);
