@@ -79,9 +79,10 @@ static const char usage_text[] =
 	"  -h, --help            this text\n"
 	"  -V, --version         version\n"
 	"\n"
-	"Exit status: 0 ok; 1 damage found (the rest processed), differences found\n"
-	"(--replay-to) or an output that could not be written; 2 usage error, an\n"
-	"input that cannot be opened or an output that cannot be created.\n";
+	"Exit status: 0 ok (also when a filter selected nothing); 1 damage found (the\n"
+	"rest processed), differences found (--replay-to) or an output that could not\n"
+	"be written; 2 usage error, an input that cannot be opened or an output that\n"
+	"cannot be created. README.md has the table of reelcap, reelplay, reeltool.\n";
 
 int play_usage_err(const char *fmt, ...)
 {
