@@ -561,6 +561,15 @@ static void test_reelplay_filter_selects(void **state)
 	assert_int_equal(count(out, "\"request\":"), 1);
 	assert_int_equal(count(out, "\"_pid\":501"), 1);
 	free(out);
+	/* --replay-to sends the selected connection's request only (port 1:
+	 * refused, an error each) */
+	out = play_out(&rc, "--replay-to 127.0.0.1:1 --timeout 1 'port 9090'");
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(out, "summary: 1 transactions: 0 same, 0 different, 0 noise, 1 "
+				    "errors"));
+	assert_non_null(strstr(out, "(wget pid 501)"));
+	assert_null(strstr(out, "pid 500"));
+	free(out);
 	/* the pcapng keeps the packets that match, as before */
 	out = play_out(&rc, "-w sel.pcapng 'port 9090'");
 	assert_int_equal(rc, 0);
