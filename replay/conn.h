@@ -120,7 +120,12 @@ struct conn {
 	char pnote[2][96]; /* comm pid P tid T fd F syscall [tls] */
 
 	/* filters */
-	bool skipped; /* data dropped by --from: positions advanced silently */
+	bool skipped;	/* data dropped by --from: positions advanced silently */
+	bool in_window; /* an event of it inside --from/--to */
+	/* the filter expression's verdict (select.c), made for these texts
+	 * (sel_gen: texts_gen, 0 = none), protocol, role and flow state */
+	bool sel;
+	uint32_t sel_gen, sel_key;
 
 	/* Both ends of one TCP connection traced (loopback): the end seen second
 	 * is a mirror, and the summary counts the exchange once, from the other.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Filters: --pid, --comm, --port, --conn and --proto on connections and on
- * the events --print shows (--from/--to: pass_time).
+ * the events --print shows (--from/--to: pass_time; the filter expression:
+ * select.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -117,8 +118,8 @@ bool reel_event_pass(struct reel_pipeline *p, const struct reel_event *ev)
 
 		if (!c)
 			return pass_pid(p, id->tgid) && !p->o.ncomms && !p->o.nports &&
-			       !p->o.proto_mask && !p->have_conn_filter;
-		if (!conn_pass_static(p, c))
+			       !p->o.proto_mask && !p->have_conn_filter && !p->have_bpf;
+		if (!conn_selected_static(p, c))
 			return false;
 		if (p->o.proto_mask && !c->parser && ev->kind == REEL_EVENT_DATA &&
 		    ev->data.hdr.cap_len) {
@@ -135,7 +136,8 @@ bool reel_event_pass(struct reel_pipeline *p, const struct reel_event *ev)
 	if (has_pid) {
 		struct proc_info *pi = reel_ct_proc_find(&p->ct, host_of(p, ev->file_idx), tgid);
 
-		if (p->have_conn_filter || p->o.nports || p->o.proto_mask)
+		/* a process has no packets: the expression selects none */
+		if (p->have_conn_filter || p->o.nports || p->o.proto_mask || p->have_bpf)
 			return false;
 		return pass_pid(p, tgid) && (!p->o.ncomms || (pi && pass_comm(p, pi->comm)));
 	}

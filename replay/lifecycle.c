@@ -116,7 +116,11 @@ void reel_conn_end(struct reel_pipeline *p, struct conn *c, uint64_t ts, enum co
 	}
 	if (c->mirror)
 		uncount_mirror_holes(p, c);
-	if (conn_pass(p, c)) {
+	if (p->have_bpf && reel_conn_bpf_pass(p, c))
+		p->st.conns_matched++;
+	/* shown: selected, and (--from/--to) with an event in the window */
+	if (conn_selected(p, c) && (c->in_window || !windowed(p))) {
+		p->st.conns_shown++;
 		reel_hints_add(p, c);
 		if (p->tlsr && c->tls_hello && !c->tls_seen)
 			tls_missed(p, c);

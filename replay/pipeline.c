@@ -118,6 +118,9 @@ static void on_data_event(struct reel_pipeline *p, const struct reel_event *ev)
 	}
 	if (p->o.to_ns && real > p->o.to_ns)
 		return;
+	c->in_window = true;
+	if (c->tls_parent)
+		c->tls_parent->in_window = true;
 	ch = (struct reasm_chunk){
 		.pos = d->stream_pos,
 		.len = d->len,
@@ -170,6 +173,30 @@ static void print_event(struct reel_pipeline *p, const struct reel_event *ev)
 	reel_sink_err(p, p->o.print);
 }
 
+/* --from/--to: a connection's open or close in the window shows it (its
+ * data: on_data_event); an event outside is filtered (counted here unless
+ * --print judges it). */
+static void note_window(struct reel_pipeline *p, const struct reel_event *ev, uint64_t real)
+{
+	const struct reel_conn_id *id = NULL;
+	struct conn *c;
+
+	if (ev->kind == REEL_EVENT_CLOCK || ev->kind == REEL_EVENT_UNKNOWN)
+		return;
+	if (!pass_time(p, real)) {
+		if (!p->o.print)
+			p->st.filtered++;
+		return;
+	}
+	if (ev->kind == REEL_EVENT_CONN_OPEN)
+		id = &ev->conn_open.conn;
+	else if (ev->kind == REEL_EVENT_CONN_CLOSE)
+		id = &ev->conn_close.conn;
+	c = id ? reel_ct_lookup(&p->ct, host_of(p, ev->file_idx), id) : NULL;
+	if (c)
+		c->in_window = true;
+}
+
 static void process(struct reel_pipeline *p, const struct reel_record *rec)
 {
 	struct reel_event ev;
@@ -212,6 +239,8 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		reel_on_conn_open(p, &ev);
 	else if (ev.kind == REEL_EVENT_DATA && p->o.print)
 		conn_get(p, ev.file_idx, &ev.data.hdr.conn, ev.ts_ns, true);
+	if (windowed(p))
+		note_window(p, &ev, real);
 	if (p->o.print) {
 		if (reel_event_pass(p, &ev))
 			print_event(p, &ev);
@@ -346,6 +375,8 @@ struct reel_pipeline *reel_pipeline__new(const struct reel_pipeline_opts *opts)
 		memcpy(&p->o, opts, n);
 	}
 	p->o.sz = sizeof(p->o);
+	p->t0 = p->o.t0_ns;
+	p->have_t0 = p->t0 != 0;
 	if (!p->o.preview)
 		p->o.preview = 64;
 	if (p->o.preview > 1u << 20)
@@ -550,6 +581,9 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->tot.lost_samples = p->st.lost_samples;
 		p->tot.dropped_records = p->st.dropped_records;
 		p->tot.filtered = p->st.filtered;
+		p->tot.conns_shown = p->st.conns_shown;
+		p->tot.selecting = p->o.npids || p->o.ncomms || p->o.nports || p->o.proto_mask ||
+				   p->have_conn_filter || p->have_bpf || windowed(p);
 		p->tot.reorder_forced = p->ro.forced;
 		p->tot.reorder_late = p->ro.late;
 		p->tot.reorder_late_ns = p->ro.max_late_ns;

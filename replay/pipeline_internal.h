@@ -6,6 +6,7 @@
  *   pipeline.c   public API (reel_pipeline.h) and per-record dispatch (DATA
  *                events to their connection's reassembly)
  *   filter.c     --pid/--comm/--port/--conn and what --print shows
+ *   select.c     the filter expression on connections
  *   lifecycle.c  connections and processes: open, data, close, exit, TLS
  *   detect.c     reassembly callbacks: roles, protocol detection, holes
  *   txn.c        transactions: counts, summary, text lines, the JSON sink
@@ -245,6 +246,34 @@ static inline bool conn_pass(const struct reel_pipeline *p, const struct conn *c
 }
 
 /* ------------------------------------------------------------------ */
+/* select.c                                                            */
+
+/* Does the filter expression select connection c (REPLAY.md "Filters")?
+ * Its representative packets (the handshake and a data segment each way,
+ * headers only) matched against the compiled expression; a TLS plaintext
+ * stream is selected with its socket. */
+bool reel_conn_bpf_pass(struct reel_pipeline *p, struct conn *c);
+
+/* What every output but the packets shows of c: the option filters and the
+ * filter expression (the packets are filtered packet by packet). */
+static inline bool conn_selected(struct reel_pipeline *p, struct conn *c)
+{
+	return conn_pass(p, c) && (!p->have_bpf || reel_conn_bpf_pass(p, c));
+}
+
+/* Static filters and the expression, for the events --print shows. */
+static inline bool conn_selected_static(struct reel_pipeline *p, struct conn *c)
+{
+	return conn_pass_static(p, c) && (!p->have_bpf || reel_conn_bpf_pass(p, c));
+}
+
+/* --from/--to set: connections with no event in the window are not shown. */
+static inline bool windowed(const struct reel_pipeline *p)
+{
+	return p->o.from_ns || p->o.to_ns;
+}
+
+/* ------------------------------------------------------------------ */
 /* fill.c                                                              */
 
 /* A chunk arriving in direction dir of c: a sendfile chunk (FILE_REF) is
@@ -437,6 +466,9 @@ void reel_synth_data_emit(struct reel_pipeline *p, struct conn *c, int dir,
 /* c ends: when its flow stands for a connection traced at both ends, the
  * bytes the other end sent and c never read go into it (before its FIN). */
 void reel_synth_unread(struct reel_pipeline *p, struct conn *c, uint64_t ts);
+/* The made-up addresses of a connection without an IP tuple (127.77.x.y
+ * <-> 127.78.x.y, the protocol's port on the server side). */
+void reel_synth_addrs(const struct conn *c, struct reel_endpoint *el, struct reel_endpoint *er);
 
 static inline void synth_data(struct reel_pipeline *p, struct conn *c, int dir,
 			      const struct reasm_chunk *ch)

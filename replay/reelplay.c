@@ -23,6 +23,7 @@
 
 #include "reel_format.h"
 #include "reel_pipeline.h"
+#include "reel_timearg.h"
 #include "reelplay.h"
 
 static int quiet_print(enum reel_print_level level, const char *fmt, va_list ap)
@@ -92,9 +93,32 @@ struct play {
 	FILE *json;
 	void *json_buf;
 	struct progress pg;
-	uint64_t start_real; /* the earliest header clock: --from +N counts from it */
+	/* the earliest record of the inputs (wall clock, and its record time):
+	 * --from +N counts from it, --print shows it at 0 */
+	uint64_t start_real, start_mono;
 	int damaged;
 };
+
+/* The time origin (reel_timearg.h): the earliest record of the inputs, in
+ * wall-clock time through each header's clock pair (record time without
+ * one). Looked for when --from/--to count from it or --print shows it. */
+static void note_start(struct play *r, struct reel_reader *rd, const struct reel_header *h)
+{
+	const struct play_args *a = &r->a;
+	uint64_t first, real;
+
+	if (!a->from.relative && !a->to.relative && !a->print)
+		return;
+	if (!reel_time_first(rd, &first))
+		return;
+	real = first;
+	if (h->clock.real_ns && h->clock.mono_ns)
+		real = first + (h->clock.real_ns - h->clock.mono_ns);
+	if (!r->start_real || real < r->start_real) {
+		r->start_real = real;
+		r->start_mono = first;
+	}
+}
 
 /* Opens every input (with read-ahead) and sizes the progress bar. 0, 1
  * (out of memory) or 2 (an input that cannot be opened). */
@@ -129,9 +153,7 @@ static int open_inputs(struct play *r)
 			return 2;
 		}
 		h = reel_reader__header(r->readers[i]);
-		if (h->clock.real_ns && h->clock.mono_ns &&
-		    (!r->start_real || h->clock.real_ns < r->start_real))
-			r->start_real = h->clock.real_ns;
+		note_start(r, r->readers[i], h);
 		reel_reader__stats(r->readers[i], &rs);
 		if (rs.clean_close) {
 			int nb = reel_reader__blocks(r->readers[i], NULL);
@@ -150,7 +172,7 @@ static int open_inputs(struct play *r)
 	return 0;
 }
 
-/* --from/--to in wall-clock ns, +N from the inputs' start. 0 or 2. */
+/* --from/--to in wall-clock ns, +N from the inputs' earliest record. 0 or 2. */
 static int resolve_times(struct play *r)
 {
 	struct reel_pipeline_opts *po = &r->a.po;
@@ -161,8 +183,9 @@ static int resolve_times(struct play *r)
 	if (to->text)
 		po->to_ns = to->relative ? r->start_real + to->ns : to->ns;
 	if ((from->relative || to->relative) && !r->start_real)
-		fprintf(stderr, "reelplay: warning: no clock pair in the input headers: relative "
-				"times count from the epoch\n");
+		fprintf(stderr, "reelplay: warning: no record with a timestamp in the input: "
+				"relative times count from the epoch\n");
+	po->t0_ns = r->start_mono;
 	if (po->from_ns && po->to_ns && po->to_ns < po->from_ns)
 		return play_usage_err("--to is before --from");
 	return 0;
@@ -317,6 +340,21 @@ static void merge_warning(struct play *r)
 			cl, (double)st.max_delay_ns / 1e9);
 }
 
+/* A filter expression that selected no connection says so: the outputs are
+ * written, valid and without them, and the exit status is 0 (tcpdump's). */
+static void report_selection(struct play *r)
+{
+	struct reel_pipeline_stats st;
+
+	if (!r->a.filter || !*r->a.filter)
+		return;
+	reel_pipeline__stats(r->pipe, &st);
+	if (st.conns_matched || !st.conns)
+		return;
+	fprintf(stderr, "reelplay: filter '%s' selected 0 of %" PRIu64 " connection%s\n",
+		r->a.filter, st.conns, st.conns == 1 ? "" : "s");
+}
+
 /* Every merged record into the pipeline, then finish. 0 or 1. */
 static int replay(struct play *r)
 {
@@ -352,6 +390,7 @@ static int replay(struct play *r)
 		output_error(r, err);
 		return 1;
 	}
+	report_selection(r);
 	if (r->damaged) {
 		fprintf(stderr,
 			"reelplay: %d damaged block%s skipped; everything else was "

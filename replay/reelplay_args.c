@@ -43,7 +43,7 @@ static const char usage_text[] =
 	"      --each-end        a TCP connection traced at both ends: transactions from\n"
 	"                        each end (default: once, from the end seen first, with\n"
 	"                        the other end as peer_pid/peer_comm/peer_conn)\n"
-	"Filters (an event passes when it matches all that are given; repeatable):\n"
+	"Filters (every output shows what matches all that are given; repeatable):\n"
 	"      --pid PID         process id (tgid)\n"
 	"      --comm NAME       process name\n"
 	"      --port PORT       either end of a connection\n"
@@ -51,9 +51,14 @@ static const char usage_text[] =
 	"      --conn TGID:FD[:INO]\n"
 	"      --from TIME, --to TIME\n"
 	"                        RFC 3339 (2026-11-21T12:00:00Z), seconds since the\n"
-	"                        epoch (1763726400.5), or +SECONDS from the start\n"
-	"  FILTER EXPRESSION     tcpdump syntax, applied to the synthesized packets\n"
-	"                        (e.g. 'tcp port 6379')\n"
+	"                        epoch (1763726400.5), or +SECONDS after the first\n"
+	"                        record (--print's 0; reeltool's +SECONDS too); a\n"
+	"                        connection with no event in the window is not shown\n"
+	"  FILTER EXPRESSION     tcpdump syntax (e.g. 'tcp port 6379'): -w keeps the\n"
+	"                        packets that match; every other output the connections\n"
+	"                        whose SYN, SYN-ACK or a data segment either way\n"
+	"                        (headers only; UDP: a datagram either way) matches.\n"
+	"                        Selecting none is said on stderr, exit status 0\n"
 	"Regression test (replays the recorded requests of the selected connections):\n"
 	"      --replay-to HOST:PORT   the target (http://, h2c://, redis://: the recorded\n"
 	"                        protocol is spoken; https is not); exit 0 when every\n"
@@ -74,9 +79,10 @@ static const char usage_text[] =
 	"  -h, --help            this text\n"
 	"  -V, --version         version\n"
 	"\n"
-	"Exit status: 0 ok; 1 damage found (the rest processed), differences found\n"
-	"(--replay-to) or an output that could not be written; 2 usage error, an\n"
-	"input that cannot be opened or an output that cannot be created.\n";
+	"Exit status: 0 ok (also when a filter selected nothing); 1 damage found (the\n"
+	"rest processed), differences found (--replay-to) or an output that could not\n"
+	"be written; 2 usage error, an input that cannot be opened or an output that\n"
+	"cannot be created. README.md has the table of reelcap, reelplay, reeltool.\n";
 
 int play_usage_err(const char *fmt, ...)
 {

@@ -199,6 +199,9 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 		" undecodable), connections %" PRIu64 ", transactions %" PRIu64 ", packets %" PRIu64
 		"\n",
 		t->records, t->events, t->bad_events, t->conns, t->txns, t->packets);
+	if (t->selecting)
+		fprintf(f, "connections selected by the filters: %" PRIu64 " of %" PRIu64 "\n",
+			t->conns_shown, t->conns);
 	if (t->mirror_conns)
 		fprintf(f, "%" PRIu64 " connections traced at both ends: counted once below\n",
 			t->mirror_conns);

@@ -36,6 +36,9 @@ struct reel_summary_totals {
 	uint64_t recover_unsized; /* of those blocks, ones the input's index did not name */
 	uint64_t reorder_late, reorder_late_ns; /* live input released out of order, how late */
 	uint64_t first_real_ns, last_real_ns;
+	/* a filter or --from/--to is set: the connections shown (the table's) */
+	bool selecting;
+	uint64_t conns_shown;
 };
 
 struct reel_summary *reel_summary_new(void);

@@ -160,11 +160,35 @@ static uint32_t seq_at(const struct conn *c, int dir, uint64_t pos)
 	return c->fl->isn[dir] + 1 + (uint32_t)(c->base[dir] + pos);
 }
 
+/* The socket's identity: every process sharing it maps alike. */
+static uint64_t flow_key(const struct conn *c)
+{
+	uint64_t ino = c->fl ? c->fl->ino : c->id.ino, id = c->fl ? c->fl->id : c->serial;
+
+	return (ino ? ino << 7 : id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)c->host << 56);
+}
+
+void reel_synth_addrs(const struct conn *c, struct reel_endpoint *el, struct reel_endpoint *er)
+{
+	uint32_t h = reel_hash32(flow_key(c));
+	uint16_t sport = reel_proto_default_port(c->proto), cport = (uint16_t)(32768 + h % 28000);
+
+	if (!sport)
+		sport = (uint16_t)(10000 + h % 10000);
+	*el = (struct reel_endpoint){.family = REEL_AF_INET};
+	*er = (struct reel_endpoint){.family = REEL_AF_INET};
+	el->addr[0] = er->addr[0] = 127;
+	el->addr[1] = 77;
+	er->addr[1] = 78;
+	el->addr[2] = er->addr[2] = (uint8_t)(h >> 8);
+	el->addr[3] = er->addr[3] = (uint8_t)h;
+	el->port = htons(c->role == REEL_ROLE_SERVER ? sport : cport);
+	er->port = htons(c->role == REEL_ROLE_SERVER ? cport : sport);
+}
+
 static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 {
-	/* the socket's identity: every process sharing it maps alike */
-	uint64_t key = (c->fl->ino ? c->fl->ino << 7 : c->fl->id * 0x9E3779B97F4A7C15ull) ^
-		       ((uint64_t)c->host << 56);
+	uint64_t key = flow_key(c);
 	int cd, sd;
 	uint64_t t;
 	char note[REEL_PCAPNG_COMMENT_MAX];
@@ -180,22 +204,11 @@ static void synth_start(struct reel_pipeline *p, struct conn *c, uint64_t ts)
 		reel_pkt_ep_from(&c->fl->ep[1], &c->remote);
 		c->fl->ep[1].v6 = c->fl->ep[0].v6;
 	} else {
-		uint32_t h = reel_hash32(key);
-		uint16_t sport = reel_proto_default_port(c->proto),
-			 cport = (uint16_t)(32768 + h % 28000);
 		char a[64], b[64];
-		struct reel_endpoint el = {.family = REEL_AF_INET}, er = {.family = REEL_AF_INET};
+		struct reel_endpoint el, er;
 
-		if (!sport)
-			sport = (uint16_t)(10000 + h % 10000);
+		reel_synth_addrs(c, &el, &er);
 		c->fl->synthetic_addr = true;
-		el.addr[0] = er.addr[0] = 127;
-		el.addr[1] = 77;
-		er.addr[1] = 78;
-		el.addr[2] = er.addr[2] = (uint8_t)(h >> 8);
-		el.addr[3] = er.addr[3] = (uint8_t)h;
-		el.port = htons(c->role == REEL_ROLE_SERVER ? sport : cport);
-		er.port = htons(c->role == REEL_ROLE_SERVER ? cport : sport);
 		reel_pkt_ep_from(&c->fl->ep[0], &el);
 		reel_pkt_ep_from(&c->fl->ep[1], &er);
 		reel_sb_init(&sb, note, sizeof(note));

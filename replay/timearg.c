@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Time arguments shared by reelplay and reeltool: durations with units and
- * RFC 3339 wall-clock times (reel_timearg.h).
+ * Time arguments shared by reelplay and reeltool: durations with units,
+ * RFC 3339 wall-clock times, and the time origin of +SECONDS: the earliest
+ * record of the input (reel_timearg.h).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "reel_format.h"
 #include "reel_timearg.h"
 
 #define NS_PER_SEC 1000000000ull
@@ -117,4 +119,36 @@ int reel_time_parse_rfc3339(const char *s, uint64_t *ns)
 		return -1;
 	*ns = (uint64_t)(t - off) * NS_PER_SEC + frac;
 	return 0;
+}
+
+bool reel_time_first(struct reel_reader *r, uint64_t *ts)
+{
+	const struct reel_block_info *b;
+	bool found = false;
+	int n, i;
+
+	n = reel_reader__blocks(r, &b);
+	if (n < 0) {
+		/* no usable index: the earliest timestamp over every record */
+		struct reel_record rec;
+		int ret;
+
+		reel_reader__rewind(r);
+		while ((ret = reel_reader__next(r, &rec)) != 0) {
+			if (ret < 0)
+				continue;
+			if (!found || rec.ts_ns < *ts)
+				*ts = rec.ts_ns;
+			found = true;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (b[i].ts_min > b[i].ts_max)
+			continue;
+		if (!found || b[i].ts_min < *ts)
+			*ts = b[i].ts_min;
+		found = true;
+	}
+	reel_reader__rewind(r);
+	return found;
 }

@@ -492,7 +492,7 @@ void reel_on_txn(void *ctx, const struct reel_txn *t)
 	c->txns++;
 	if (reel_txn_is_error(t))
 		c->txn_errors++;
-	if (!conn_pass(p, c) || !pass_time(p, real_ns(p, c->file_idx, ts))) {
+	if (!conn_selected(p, c) || !pass_time(p, real_ns(p, c->file_idx, ts))) {
 		p->st.filtered++;
 		return;
 	}

@@ -479,6 +479,192 @@ static void test_reelplay_damaged(void **state)
 	assert_int_equal(sh("%s verify %s >/dev/null 2>&1", REELTOOL, path_in_tmp("dmg.reel")), 1);
 }
 
+/*
+ * Two HTTP/1 connections for the selection tests: A (pid 500, port 8080) in
+ * the first 30 ms, B (pid 501, port 9090) at +1.8255 s, its response at
+ * +1.8265 s (seconds from the first record, an exec 61 ms after the header's
+ * clock pair).
+ */
+#define SEL_FIRST (T0 + 61000000)
+static void build_two_conns(struct tstream *s)
+{
+	const char *req = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	uint32_t rq = (uint32_t)strlen(req), rs = (uint32_t)strlen(resp);
+	uint64_t t = SEL_FIRST, b = SEL_FIRST + 1825500000;
+
+	ts_exec(s, 0, t, 500, "curl", "/usr/bin/curl");
+	ts_open(s, 0, t + 1000, 500, 3, 77, 40001, 8080, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	for (uint32_t i = 0; i < 2; i++) {
+		ts_data(s, 0, t + 10000000 * (i + 1), 500, 3, 77, REEL_DIR_EGRESS, i * rq, req, rq,
+			rq, 0, REEL_L4_TCP);
+		ts_data(s, 0, t + 10000000 * (i + 1) + 500000, 500, 3, 77, REEL_DIR_INGRESS, i * rs,
+			resp, rs, rs, 0, REEL_L4_TCP);
+	}
+	ts_close(s, 0, t + 30000000, 500, 3, 77, 2 * rq, 2 * rs);
+	ts_exec(s, 1, b - 2000000, 501, "wget", "/usr/bin/wget");
+	ts_open(s, 1, b - 1000000, 501, 4, 88, 40002, 9090, REEL_ROLE_CLIENT, REEL_L4_TCP);
+	ts_data(s, 1, b, 501, 4, 88, REEL_DIR_EGRESS, 0, req, rq, rq, 0, REEL_L4_TCP);
+	ts_data(s, 1, b + 1000000, 501, 4, 88, REEL_DIR_INGRESS, 0, resp, rs, rs, 0, REEL_L4_TCP);
+	ts_close(s, 1, b + 2000000, 501, 4, 88, rq, rs);
+}
+
+/* stdout of reelplay on sel.reel with ARGS (run in tmpdir), stderr in
+ * sel.err; *rc its exit status */
+static char *play_out(int *rc, const char *args)
+{
+	*rc = sh("cd %s && %s sel.reel --no-progress %s >sel.out 2>sel.err", tmpdir, REELPLAY,
+		 args);
+	return slurp(path_in_tmp("sel.out"));
+}
+
+/*
+ * The filter expression selects what every output shows: the summary, the
+ * JSON, the HAR and --print show the connections whose packets match (the
+ * pcapng keeps matching packets); one that selects nothing says so, writes
+ * valid empty outputs, no decode hint, and exits 0.
+ */
+static void test_reelplay_filter_selects(void **state)
+{
+	static struct tstream s;
+	char *out, *err;
+	int rc;
+
+	(void)state;
+	build_two_conns(&s);
+	write_reel(path_in_tmp("sel.reel"), &s);
+	ts_free(&s);
+
+	out = play_out(&rc, "--json - 'port 9090'");
+	assert_int_equal(rc, 0);
+	assert_int_equal(count(out, "\"type\":\"txn\""), 1);
+	assert_int_equal(count(out, "\"type\":\"conn\""), 1);
+	assert_int_equal(count(out, "\"server\":\"127.0.0.1:9090\""), 1);
+	assert_int_equal(count(out, ":8080"), 0);
+	free(out);
+	out = play_out(&rc, "--print 'tcp port 8080'");
+	assert_int_equal(rc, 0);
+	assert_int_equal(count(out, " TXN "), 2);
+	assert_int_equal(count(out, ":9090"), 0);
+	assert_int_equal(count(out, "9090"), 0);   /* nor its events */
+	assert_int_equal(count(out, " EXEC "), 0); /* a process has no packets */
+	assert_int_equal(count(out, " CONN_OPEN "), 1);
+	free(out);
+	out = play_out(&rc, "--summary port 9090");
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "connections selected by the filters: 1 of 2\n"));
+	assert_non_null(strstr(out, "http1   127.0.0.1:9090                    1        1"));
+	assert_null(strstr(out, "127.0.0.1:8080"));
+	free(out);
+	out = play_out(&rc, "--har - 'dst port 9090 and tcp[tcpflags] & tcp-syn != 0'");
+	assert_int_equal(rc, 0);
+	assert_int_equal(count(out, "\"request\":"), 1);
+	assert_int_equal(count(out, "\"_pid\":501"), 1);
+	free(out);
+	/* --replay-to sends the selected connection's request only (port 1:
+	 * refused, an error each) */
+	out = play_out(&rc, "--replay-to 127.0.0.1:1 --timeout 1 'port 9090'");
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(out, "summary: 1 transactions: 0 same, 0 different, 0 noise, 1 "
+				    "errors"));
+	assert_non_null(strstr(out, "(wget pid 501)"));
+	assert_null(strstr(out, "pid 500"));
+	free(out);
+	/* the pcapng keeps the packets that match, as before */
+	out = play_out(&rc, "-w sel.pcapng 'port 9090'");
+	assert_int_equal(rc, 0);
+	free(out);
+	assert_int_equal(count_packets(path_in_tmp("sel.pcapng")), 10);
+
+	/* nothing selected: said, valid empty outputs, no hint, exit 0 */
+	out = play_out(&rc, "-w sel0.pcapng --json sel0.json --har sel0.har 'host 1.2.3.4'");
+	assert_int_equal(rc, 0);
+	free(out);
+	err = slurp(path_in_tmp("sel.err"));
+	assert_non_null(
+		strstr(err, "reelplay: filter 'host 1.2.3.4' selected 0 of 2 connections\n"));
+	assert_null(strstr(err, "hint"));
+	free(err);
+	assert_int_equal(count_packets(path_in_tmp("sel0.pcapng")), 0);
+	out = slurp(path_in_tmp("sel0.json"));
+	assert_string_equal(out, "{\"type\":\"schema\",\"schema\":\"reel-json\",\"version\":2}\n");
+	free(out);
+	out = slurp(path_in_tmp("sel0.har"));
+	assert_non_null(strstr(out, "\"entries\":[]"));
+	free(out);
+	out = play_out(&rc, "--summary 'host 1.2.3.4'");
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "connections selected by the filters: 0 of 2\n"));
+	assert_null(strstr(out, "http1"));
+	free(out);
+}
+
+/*
+ * --from/--to: one time origin (the first record) for reelplay's --from,
+ * --to and --print and reeltool's cat and slice; a connection with no event
+ * in the window is in no output.
+ */
+static void test_reelplay_window(void **state)
+{
+	static struct tstream s;
+	char *out, *cat;
+	int rc;
+
+	(void)state;
+	build_two_conns(&s);
+	write_reel(path_in_tmp("sel.reel"), &s);
+	ts_free(&s);
+
+	/* --print shows B's request at 1.825500, its response at 1.826500 */
+	out = play_out(&rc, "--print");
+	assert_int_equal(rc, 0);
+	assert_int_equal(strncmp(out, "0.000000 cpu0 EXEC ", 19), 0);
+	assert_non_null(
+		strstr(out, "\n1.825500 cpu1 DATA       501/502 fd 4 ino 88 tcp write out"));
+	assert_non_null(strstr(out, "\n1.825500 -    TXN        http1 501 wget"));
+	free(out);
+	assert_int_equal(sh("cd %s && %s cat sel.reel >sel.cat", tmpdir, REELTOOL), 0);
+	cat = slurp(path_in_tmp("sel.cat"));
+	assert_non_null(
+		strstr(cat, "\n1.825500 cpu1 DATA       501/502 fd 4 ino 88 tcp write out"));
+	free(cat);
+	/* --to +1.83 counts from there: B's exchange is in */
+	out = play_out(&rc, "--from +0 --to +1.83 --json -");
+	assert_int_equal(rc, 0);
+	assert_int_equal(count(out, "\"type\":\"txn\""), 3);
+	free(out);
+	out = play_out(&rc, "--from +1.8255 --to +1.8256 --json -");
+	assert_int_equal(count(out, "\"type\":\"txn\""), 1);
+	free(out);
+	/* A has no event in the window: no conn line, not in the summary */
+	out = play_out(&rc, "--from +1.8 --to +1.9 --json -");
+	assert_int_equal(rc, 0);
+	assert_int_equal(count(out, "\"type\":\"txn\""), 1);
+	assert_int_equal(count(out, "\"type\":\"conn\""), 1);
+	assert_int_equal(count(out, "\"proto\":\"unknown\""), 0);
+	assert_int_equal(count(out, ":8080"), 0);
+	free(out);
+	out = play_out(&rc, "--from +1.8 --to +1.9 --summary");
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "connections selected by the filters: 1 of 2\n"));
+	assert_null(strstr(out, "127.0.0.1:8080"));
+	assert_null(strstr(out, "filtered events 0\n"));
+	free(out);
+	out = play_out(&rc, "--from +0.1 --to +1.8 --json -");
+	assert_int_equal(count(out, "\"type\":\"conn\""), 0);
+	free(out);
+	/* reeltool slice: the same window holds the same exchange */
+	assert_int_equal(
+		sh("cd %s && %s slice --from +1.8 --to +1.9 sel.reel slice.reel", tmpdir, REELTOOL),
+		0);
+	assert_int_equal(
+		sh("cd %s && %s slice.reel --json slice.json 2>/dev/null", tmpdir, REELPLAY), 0);
+	out = slurp(path_in_tmp("slice.json"));
+	assert_int_equal(count(out, "\"type\":\"txn\""), 1);
+	assert_int_equal(count(out, "\"server\":\"127.0.0.1:9090\""), 1);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +673,8 @@ int main(void)
 		cmocka_unit_test(test_reelplay_outputs),
 		cmocka_unit_test(test_reelplay_stdout_and_errors),
 		cmocka_unit_test(test_reelplay_damaged),
+		cmocka_unit_test(test_reelplay_filter_selects),
+		cmocka_unit_test(test_reelplay_window),
 	};
 
 	return replay_test_main(tests, sizeof(tests) / sizeof(tests[0]));

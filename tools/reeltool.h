@@ -197,10 +197,6 @@ char *tool_fmt_wall(uint64_t mono_ns, const struct reel_header *h, char *buf, si
 /* ns -> "12.345678901" (seconds with 9 decimals). Returns buf. */
 char *tool_fmt_secs(uint64_t ns, char *buf, size_t cap);
 
-/* Earliest record timestamp of a reader (block index ts_min); false if the
- * file has no timestamped record. Leaves the reader rewound. */
-bool tool_first_ts(struct reel_reader *r, uint64_t *ts);
-
 /* ---- subcommands ---- */
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reel_timearg.h"
 #include "reeltool.h"
 #include "reel_event.h"
 
@@ -167,7 +168,7 @@ static int cat_files(const struct cat_opts *co, char **paths, int n)
 			status = EXIT_USAGE;
 			goto out;
 		}
-		if (tool_first_ts(rs[i], &ts) && (!have_t0 || ts < t0)) {
+		if (reel_time_first(rs[i], &ts) && (!have_t0 || ts < t0)) {
 			t0 = ts;
 			have_t0 = true;
 		}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reel_timearg.h"
 #include "reeltool.h"
 
 static const char recover_usage[] =
@@ -325,7 +326,7 @@ static int slice(struct slice_opts *o, const char *in, const char *out)
 	r = tool_open(in, false);
 	if (!r)
 		return EXIT_USAGE;
-	tool_first_ts(r, &t0);
+	reel_time_first(r, &t0);
 	if (o->from.kind) {
 		if (tool_time_resolve(&o->from, t0, reel_reader__header(r), "--from",
 				      &o->f.from_ns)) {
@@ -486,7 +487,7 @@ static int merge(const char *out, char **ins, int n, bool force, bool force_abi)
 			status = EXIT_USAGE;
 			goto out;
 		}
-		if (tool_first_ts(rs[i], &ts) && (!have_t0 || ts < t0)) {
+		if (reel_time_first(rs[i], &ts) && (!have_t0 || ts < t0)) {
 			t0 = ts;
 			have_t0 = true;
 		}

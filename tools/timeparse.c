@@ -120,35 +120,3 @@ char *tool_fmt_secs(uint64_t ns, char *buf, size_t cap)
 		 (unsigned long long)(ns % NS_PER_SEC));
 	return buf;
 }
-
-bool tool_first_ts(struct reel_reader *r, uint64_t *ts)
-{
-	const struct reel_block_info *b;
-	bool found = false;
-	int n, i;
-
-	n = reel_reader__blocks(r, &b);
-	if (n < 0) {
-		/* no usable index: the earliest timestamp over every record */
-		struct reel_record rec;
-		int ret;
-
-		reel_reader__rewind(r);
-		while ((ret = reel_reader__next(r, &rec)) != 0) {
-			if (ret < 0)
-				continue;
-			if (!found || rec.ts_ns < *ts)
-				*ts = rec.ts_ns;
-			found = true;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (b[i].ts_min > b[i].ts_max)
-			continue;
-		if (!found || b[i].ts_min < *ts)
-			*ts = b[i].ts_min;
-		found = true;
-	}
-	reel_reader__rewind(r);
-	return found;
-}

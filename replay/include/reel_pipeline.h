@@ -48,7 +48,9 @@ struct reel_pipeline_opts {
 	uint32_t proto_mask;	 /* bit (1u << enum reel_proto); 0 = all */
 	uint64_t from_ns, to_ns; /* CLOCK_REALTIME ns bounds (0 = open) */
 	const char *conn;	 /* "tgid:fd" or "tgid:fd:ino" */
-	const char *bpf_filter;	 /* tcpdump expression applied to synthesized packets */
+	/* tcpdump expression: the packet outputs packet by packet, every other
+	 * output the connections it selects (REPLAY.md "Filters") */
+	const char *bpf_filter;
 
 	/* Reorder window for live input (default 2 s, as reel_merge's for files
 	 * without an index; records later than it are counted in the summary).
@@ -75,6 +77,11 @@ struct reel_pipeline_opts {
 	 * in the order they are emitted: the HAR writer, --replay-to. */
 	const struct reel_txn_sink *const *txn_sinks;
 	int ntxn_sinks;
+
+	/* Record time (CLOCK_MONOTONIC ns) --print counts from: the earliest
+	 * record of the inputs, the origin of --from/--to +SECONDS (0: the
+	 * first event pushed). */
+	uint64_t t0_ns;
 };
 
 struct reel_pipeline;
@@ -122,6 +129,9 @@ struct reel_pipeline_stats {
 	uint64_t lost_samples;	  /* sum of LOST records */
 	uint64_t dropped_records; /* sum of DROP records */
 	uint64_t filtered;	  /* events removed by filters */
+	/* connections shown (selected by every filter, and with an event in
+	 * --from/--to), and those the filter expression selects */
+	uint64_t conns_shown, conns_matched;
 };
 void reel_pipeline__stats(const struct reel_pipeline *p, struct reel_pipeline_stats *st);
 
