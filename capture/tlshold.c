@@ -24,12 +24,15 @@
 #include "reelcap.h"
 #include "tlshold.h"
 
-#define SWEEP_MAX 4096 /* entries looked at per sweep (the map holds 1024) */
+#define SWEEP_MAX 4096 /* entries looked at per sweep */
+#define HELD_MAX 1024  /* tls_held's max_entries (bpf/reel_tls_exec.bpf.h) */
 
 void cap_tlshold_resume(int held_fd, uint32_t pid)
 {
-	kill((pid_t)pid, SIGCONT);
-	bpf_map_delete_elem(held_fd, &pid);
+	/* an entry whose SIGCONT was refused (a thread without CAP_KILL, an
+	 * LSM) stays for the watchdog to retry; gone (ESRCH) or resumed: out */
+	if (!kill((pid_t)pid, SIGCONT) || errno == ESRCH)
+		bpf_map_delete_elem(held_fd, &pid);
 }
 
 static uint64_t mono_ns(void)
@@ -42,12 +45,14 @@ static uint64_t mono_ns(void)
 
 int cap_tlshold_sweep(int held_fd, uint64_t older_than)
 {
-	uint32_t key, next, due[64];
+	uint32_t key, next, due[HELD_MAX];
 	int n = 0, ndue = 0, first = 1;
 	uint64_t since;
 
-	/* collect, then resume: deleting while walking restarts the walk */
-	for (int i = 0; i < SWEEP_MAX && ndue < 64; i++) {
+	/* collect all, then resume: deleting while walking restarts the walk
+	 * (a sweep that took only some left the rest stopped when it was the
+	 * watchdog's last) */
+	for (int i = 0; i < SWEEP_MAX && ndue < HELD_MAX; i++) {
 		if (bpf_map_get_next_key(held_fd, first ? NULL : &key, &next))
 			break;
 		first = 0;
@@ -85,8 +90,11 @@ static void watch(int rfd, int held_fd)
 	if (hi > lo + 1)
 		close_range(lo + 1, hi - 1, 0);
 	close_range(hi + 1, ~0u, 0);
-	prctl(PR_SET_NAME, "reelcap-resume", 0, 0, 0);
-	cap_restrict_caps(1ull << CAP_KILL);
+	/* not "reelcap...": `pkill reelcap` must not take it along */
+	prctl(PR_SET_NAME, "reel-resume", 0, 0, 0);
+	/* CAP_BPF too: where unprivileged bpf() is off (6.3, 6.4) reading the
+	 * held map needs it */
+	cap_restrict_caps(1ull << CAP_KILL | 1ull << CAP_BPF);
 	for (;;) {
 		int r = poll(&p, 1, 100);
 
