@@ -171,6 +171,7 @@ struct cap_drain_cpu {
 	uint64_t ring_consumed;	     /* ring bytes of the samples consumed */
 	uint64_t peak_fill;	     /* the most ring bytes seen waiting at a drain */
 	uint64_t ring_size;	     /* the ring's data bytes */
+	uint64_t acct_mark;	     /* emitted when the stop began (cap_drain_acct_mark) */
 };
 
 struct reel_ring_acct;
@@ -184,8 +185,13 @@ void cap_drain_set_fill(struct cap_drain *d, struct cap_fill *fill);
 /* Where to publish the ring bytes consumed (bpf/reel_ring.h): acct[cpu] for
  * cpu < n, the programs' ring_acct array. */
 void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acct, int n);
-/* Rings whose emitted and consumed counts differ after the final drain (the
- * accounting drifted); with `print`, their figures on stderr. */
+/* Notes what each ring's programs had emitted when the stop began: the
+ * programs stay attached while the file is finished (they are detached
+ * after it, cap_drain_acct_check). */
+void cap_drain_acct_mark(struct cap_drain *d);
+/* Rings whose consumed count is not between what was emitted at the mark
+ * and what is emitted now, after the final drain (the accounting drifted);
+ * with `print`, their figures on stderr. */
 int cap_drain_acct_check(const struct cap_drain *d, bool print);
 /* fn(ctx, raw sample bytes, size) for every sample, after it was written. */
 typedef void (*cap_drain_sample_fn)(void *ctx, const void *data, uint32_t size);

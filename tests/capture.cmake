@@ -139,3 +139,15 @@ if(TARGET reelcap AND TARGET reelplay AND Python3_Interpreter_FOUND)
 	set_tests_properties(capture_late_records PROPERTIES LABELS "capture;root"
 		TIMEOUT 120 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 endif()
+
+# Ctrl-C (issue 23): "stopping" said at once, the exit within a generous
+# bound of one SIGINT (the uprobes detached after reelcap is gone), the
+# exchange in the file; a second SIGINT stops at once, exit 130.
+if(TARGET reelcap AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_stop_prompt
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/stop_prompt.py
+			--reelcap $<TARGET_FILE:reelcap> --reeltool $<TARGET_FILE:reeltool>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_stop_prompt)
+	set_tests_properties(capture_stop_prompt PROPERTIES LABELS "capture;root" TIMEOUT 60
+		SKIP_RETURN_CODE 77)
+endif()
