@@ -86,8 +86,7 @@ static int usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
-	usage(stderr);
+	fprintf(stderr, "\nTry 'reelcap --help'.\n");
 	return 2;
 }
 
@@ -254,7 +253,7 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 	o->argc = argc;
 	o->argv = argv;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+w:p:s:G:c:C:W:qvhV", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:w:p:s:G:c:C:W:qvhV", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			o->out_path = optarg;

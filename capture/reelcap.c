@@ -43,12 +43,18 @@
 static volatile sig_atomic_t stop_sig, stop_count, say_stopping;
 
 /* The first signal stops the capture (said at once, unless -q); a second
- * one skips what is left to wait for (the command's exit). */
+ * one skips what is left to wait for (the command's exit). SIGPIPE (the
+ * reader of --print or of a FIFO gone) stops it without a word. */
 static void on_signal(int sig)
 {
 	static const char msg[] = "reelcap: stopping (Ctrl-C again to stop at once)\n";
 	int e = errno;
 
+	if (sig == SIGPIPE) { /* once per write to a reader gone: not a second stop */
+		if (!stop_sig)
+			stop_sig = sig;
+		return;
+	}
 	stop_sig = sig;
 	if (stop_count < 2)
 		stop_count++;
@@ -780,6 +786,13 @@ int main(int argc, char **argv)
 			ret = 2;
 			goto out;
 		}
+	}
+	if (!cap_can_load()) {
+		fprintf(stderr,
+			"reelcap: capturing needs root or CAP_BPF+CAP_PERFMON+CAP_SYS_ADMIN "
+			"(euid %d has not the capabilities)\n",
+			geteuid());
+		goto out;
 	}
 	if (geteuid() != 0)
 		fprintf(stderr,

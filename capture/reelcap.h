@@ -332,6 +332,10 @@ void cap_tls_free(struct cap_tls *t);
 
 /* ------------------------------------------------------------------ */
 /* caps.c                                                              */
+/* Whether this thread's effective capabilities can load the programs at all
+ * (CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON): checked before anything, so
+ * that a user without them gets one line, not libbpf's. */
+bool cap_can_load(void);
 
 /* Keeps only the capabilities in `keep` (bit n = capability n) in the
  * effective, permitted and bounding sets of the calling thread. */

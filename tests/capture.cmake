@@ -151,3 +151,15 @@ if(TARGET reelcap AND TARGET reeltool AND Python3_Interpreter_FOUND)
 	set_tests_properties(capture_stop_prompt PROPERTIES LABELS "capture;root" TIMEOUT 60
 		SKIP_RETURN_CODE 77)
 endif()
+
+# Usage errors (issue 23): one line saying what was wrong and the --help
+# hint, exit 2; a capture as nobody: one line saying what it needs, no
+# libbpf text, exit 1.
+if(TARGET reelcap AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_usage_errors
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/usage_errors.py
+			--reelcap $<TARGET_FILE:reelcap>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_usage_errors)
+	set_tests_properties(capture_usage_errors PROPERTIES LABELS "capture" TIMEOUT 60
+		SKIP_RETURN_CODE 77)
+endif()
