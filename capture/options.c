@@ -54,6 +54,8 @@ static void usage(FILE *f)
 		"      --flush-ms MS      close a block at this age (default 1000)\n"
 		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
 		"      --print            also print events live through the replay pipeline\n"
+		"      --print-procs      with --print, the process events of every process\n"
+		"                         (default: of those that had a captured connection)\n"
 		"      --no-tls           no TLS plaintext (TLS libraries are found and reported,\n"
 		"                         not hooked)\n"
 		"      --libssl PATH      also examine this TLS library or program at start (the\n"
@@ -149,6 +151,7 @@ enum {
 	OPT_FLUSH_MS,
 	OPT_STATS,
 	OPT_PRINT,
+	OPT_PRINT_PROCS,
 	OPT_NO_CODING,
 	OPT_NO_TLS,
 	OPT_DEDUP_MIN,
@@ -177,6 +180,7 @@ static const struct option long_opts[] = {
 	{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
 	{"stats", required_argument, NULL, OPT_STATS},
 	{"print", no_argument, NULL, OPT_PRINT},
+	{"print-procs", no_argument, NULL, OPT_PRINT_PROCS},
 	{"no-coding", no_argument, NULL, OPT_NO_CODING},
 	{"no-tls", no_argument, NULL, OPT_NO_TLS},
 	{"dedup-min", required_argument, NULL, OPT_DEDUP_MIN},
@@ -239,17 +243,22 @@ static int parse_dedup_min(const char *s, uint32_t *out)
 	return 0;
 }
 
-int cap_parse_args(int argc, char **argv, struct cap_opts *o)
+static void set_defaults(struct cap_opts *o)
 {
-	uint64_t v;
-	int c;
-
 	o->snaplen = REEL_SNAPLEN_DEFAULT;
 	o->nice = CAP_DRAIN_NICE_DEF;
 	o->rt_prio = CAP_DRAIN_RT_DEF;
 	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
 	o->flush_ms = 1000;
 	o->dedup_min = CAP_DEDUP_MIN_DEF;
+}
+
+int cap_parse_args(int argc, char **argv, struct cap_opts *o)
+{
+	uint64_t v;
+	int c;
+
+	set_defaults(o);
 	o->argc = argc;
 	o->argv = argv;
 	opterr = 0;
@@ -325,6 +334,9 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case OPT_PRINT:
 			o->print = true;
+			break;
+		case OPT_PRINT_PROCS:
+			o->print_procs = true;
 			break;
 		case OPT_NO_CODING:
 			o->no_coding = true;

@@ -163,3 +163,15 @@ if(TARGET reelcap AND Python3_Interpreter_FOUND)
 	set_tests_properties(capture_usage_errors PROPERTIES LABELS "capture" TIMEOUT 60
 		SKIP_RETURN_CODE 77)
 endif()
+
+# Process events and the TLS report in scope (issue 23): `reelcap --print
+# --port P` beside an exec loop prints the exchange and no other process's
+# events; reelplay --summary's TLS section lists the process that used P.
+if(TARGET reelcap AND TARGET reelplay AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_proc_scope
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/proc_scope.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_proc_scope)
+	set_tests_properties(capture_proc_scope PROPERTIES LABELS "capture;root" TIMEOUT 60
+		SKIP_RETURN_CODE 77)
+endif()

@@ -75,6 +75,13 @@ struct reel_pipeline_opts {
 	 * in the order they are emitted: the HAR writer, --replay-to. */
 	const struct reel_txn_sink *const *txn_sinks;
 	int ntxn_sinks;
+
+	/* --print shows the process events (PROC, EXEC, FORK, EXIT, TLSPROC) of
+	 * the processes that had a connection passing the filters so far only,
+	 * not those of every process the file holds (reelcap --print: a port
+	 * capture's file has every exec on the host). With pid or comm filters:
+	 * those the filters pass. */
+	bool proc_scope;
 };
 
 struct reel_pipeline;
