@@ -214,7 +214,6 @@ static int start_pipeline(struct play *r)
 	if (rc)
 		return rc;
 	po->print = a->print ? stdout : NULL;
-	po->proc_scope = true; /* as reelcap --print shows them */
 	po->json = r->json;
 	/* the summary goes to stderr when stdout carries another output */
 	stdout_taken = a->print || r->json == stdout ||
