@@ -41,6 +41,20 @@ int cap_restrict_caps(uint64_t keep)
 	return 0;
 }
 
+bool cap_can_load(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {};
+	uint64_t eff;
+
+	if (syscall(SYS_capget, &h, d))
+		return true; /* cannot tell: the load will say */
+	eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	if (eff & (1ull << CAP_SYS_ADMIN))
+		return true;
+	return (eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON));
+}
+
 /*
  * What the TLS discovery thread (capture/tlsd.c) keeps after attach, each
  * needed to hook a program exec'd during the capture, whoever runs it
@@ -59,7 +73,7 @@ int cap_restrict_caps(uint64_t keep)
  *   short on a busy host (without it, the process is resumed all the same).
  */
 #define CAP_TLS_KEEP                                                                               \
-	((1ull << CAP_SYS_ADMIN) | (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH) |    \
+	((1ull << CAP_SYS_ADMIN) | (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH) |      \
 	 (1ull << CAP_KILL) | (1ull << CAP_SYS_NICE))
 
 int cap_tls_thread_caps(bool attach)

@@ -369,6 +369,13 @@ int cap_drain_consume_all(struct cap_drain *d)
 	return drain_all(d);
 }
 
+void cap_drain_acct_mark(struct cap_drain *d)
+{
+	for (int i = 0; d->acct && i < d->n; i++)
+		if (d->c[i].cpu < d->nacct)
+			d->c[i].acct_mark = d->acct[d->c[i].cpu].emitted;
+}
+
 int cap_drain_acct_check(const struct cap_drain *d, bool print)
 {
 	int bad = 0;
@@ -382,14 +389,14 @@ int cap_drain_acct_check(const struct cap_drain *d, bool print)
 		if (cpu >= d->nacct)
 			continue;
 		e = d->acct[cpu].emitted;
-		if (e == d->c[i].ring_consumed)
+		if (d->c[i].ring_consumed >= d->c[i].acct_mark && d->c[i].ring_consumed <= e)
 			continue;
 		bad++;
 		if (print)
 			fprintf(stderr,
-				"reelcap: ring accounting of cpu %d: %llu bytes emitted, %llu "
-				"consumed\n",
-				cpu, (unsigned long long)e,
+				"reelcap: ring accounting of cpu %d: %llu bytes emitted (%llu "
+				"when the stop began), %llu consumed\n",
+				cpu, (unsigned long long)e, (unsigned long long)d->c[i].acct_mark,
 				(unsigned long long)d->c[i].ring_consumed);
 	}
 	return bad;

@@ -54,8 +54,16 @@ static void usage(FILE *f)
 		"      --flush-ms MS      close a block at this age (default 1000)\n"
 		"      --stats SEC        print a stats line on stderr every SEC seconds\n"
 		"      --print            also print events live through the replay pipeline\n"
+		"      --print-procs      with --print, the process events of every process\n"
+		"                         (default: of those that had a captured connection)\n"
 		"      --no-tls           no TLS plaintext (TLS libraries are found and reported,\n"
 		"                         not hooked)\n"
+		"      --hold-execs       stop (SIGSTOP) the first process of a program not\n"
+		"                         examined yet until its TLS functions are hooked, so\n"
+		"                         a short-lived static client (Go, node) gets plaintext\n"
+		"                         from its first call (its parent may see it stop, e.g.\n"
+		"                         sudo without use_pty; off: the TLS report gives the\n"
+		"                         time from its exec to its hooks)\n"
 		"      --libssl PATH      also examine this TLS library or program at start (the\n"
 		"                         system's libssl/libgnutls, the processes in scope and\n"
 		"                         the programs they exec are examined anyway)\n"
@@ -74,7 +82,12 @@ static void usage(FILE *f)
 		"  -q, --quiet            no informational messages\n"
 		"  -v, --verbose          libbpf debug output\n"
 		"  -h, --help             this text\n"
-		"  -V, --version          version\n",
+		"  -V, --version          version\n"
+		"\n"
+		"Exit status: 0 the capture ended and the file is closed; 1 it could not run\n"
+		"or broke (no capabilities, a write error, the output removed, -C rotation\n"
+		"failed); 2 usage, or an output that cannot be created; 128+N stopped at once\n"
+		"by a second signal N; with COMMAND, the command's status (README.md).\n",
 		CAP_DRAIN_NICE_DEF, CAP_DRAIN_RT_DEF);
 }
 
@@ -86,8 +99,7 @@ static int usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
-	usage(stderr);
+	fprintf(stderr, "\nTry 'reelcap --help'.\n");
 	return 2;
 }
 
@@ -150,6 +162,7 @@ enum {
 	OPT_FLUSH_MS,
 	OPT_STATS,
 	OPT_PRINT,
+	OPT_PRINT_PROCS,
 	OPT_NO_CODING,
 	OPT_NO_TLS,
 	OPT_DEDUP_MIN,
@@ -157,6 +170,7 @@ enum {
 	OPT_NO_FILE_FILL,
 	OPT_NO_OVERLOAD_CUT,
 	OPT_NO_TWIN,
+	OPT_HOLD_EXECS,
 	OPT_LIBSSL,
 	OPT_DRAIN_NICE,
 	OPT_DRAIN_RT,
@@ -178,6 +192,7 @@ static const struct option long_opts[] = {
 	{"flush-ms", required_argument, NULL, OPT_FLUSH_MS},
 	{"stats", required_argument, NULL, OPT_STATS},
 	{"print", no_argument, NULL, OPT_PRINT},
+	{"print-procs", no_argument, NULL, OPT_PRINT_PROCS},
 	{"no-coding", no_argument, NULL, OPT_NO_CODING},
 	{"no-tls", no_argument, NULL, OPT_NO_TLS},
 	{"dedup-min", required_argument, NULL, OPT_DEDUP_MIN},
@@ -185,6 +200,7 @@ static const struct option long_opts[] = {
 	{"no-file-fill", no_argument, NULL, OPT_NO_FILE_FILL},
 	{"no-overload-cut", no_argument, NULL, OPT_NO_OVERLOAD_CUT},
 	{"no-twin", no_argument, NULL, OPT_NO_TWIN},
+	{"hold-execs", no_argument, NULL, OPT_HOLD_EXECS},
 	{"libssl", required_argument, NULL, OPT_LIBSSL},
 	{"drain-nice", required_argument, NULL, OPT_DRAIN_NICE},
 	{"drain-rt", required_argument, NULL, OPT_DRAIN_RT},
@@ -240,21 +256,26 @@ static int parse_dedup_min(const char *s, uint32_t *out)
 	return 0;
 }
 
-int cap_parse_args(int argc, char **argv, struct cap_opts *o)
+static void set_defaults(struct cap_opts *o)
 {
-	uint64_t v;
-	int c;
-
 	o->snaplen = REEL_SNAPLEN_DEFAULT;
 	o->nice = CAP_DRAIN_NICE_DEF;
 	o->rt_prio = CAP_DRAIN_RT_DEF;
 	o->level = 1; /* level 3 falls behind under load: DROP records (README) */
 	o->flush_ms = 1000;
 	o->dedup_min = CAP_DEDUP_MIN_DEF;
+}
+
+int cap_parse_args(int argc, char **argv, struct cap_opts *o)
+{
+	uint64_t v;
+	int c;
+
+	set_defaults(o);
 	o->argc = argc;
 	o->argv = argv;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+w:p:s:G:c:C:W:qvhV", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:w:p:s:G:c:C:W:qvhV", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			o->out_path = optarg;
@@ -327,6 +348,9 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 		case OPT_PRINT:
 			o->print = true;
 			break;
+		case OPT_PRINT_PROCS:
+			o->print_procs = true;
+			break;
 		case OPT_NO_CODING:
 			o->no_coding = true;
 			break;
@@ -338,6 +362,9 @@ int cap_parse_args(int argc, char **argv, struct cap_opts *o)
 			break;
 		case OPT_NO_TWIN:
 			o->no_twin = true;
+			break;
+		case OPT_HOLD_EXECS:
+			o->hold_execs = true;
 			break;
 		case OPT_NO_TLS:
 			o->no_tls = true;

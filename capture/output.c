@@ -164,7 +164,7 @@ struct cap_out *cap_out_open(const struct cap_opts *o, int fd, const struct reel
 	snprintf(out->path, sizeof(out->path), "%s", o->out_path);
 	if (o->print) {
 #ifdef REEL_HAVE_PIPELINE
-		REEL_OPTS(reel_pipeline_opts, po, .print = stdout);
+		REEL_OPTS(reel_pipeline_opts, po, .print = stdout, .proc_scope = !o->print_procs);
 		out->pipe = reel_pipeline__new(&po);
 		if (!out->pipe) {
 			err = errno;

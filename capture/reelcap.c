@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -37,11 +40,28 @@
 #define CLOCK_PERIOD_NS (60ull * 1000000000ull)
 #define STATS_PERIOD_NS (10ull * 1000000000ull)
 
-static volatile sig_atomic_t stop_sig;
+static volatile sig_atomic_t stop_sig, stop_count, say_stopping;
 
+/* The first signal stops the capture (said at once, unless -q); a second
+ * one skips what is left to wait for (the command's exit). SIGPIPE (the
+ * reader of --print or of a FIFO gone) stops it without a word. */
 static void on_signal(int sig)
 {
+	static const char msg[] = "reelcap: stopping (Ctrl-C again to stop at once)\n";
+	int e = errno;
+
+	if (sig == SIGPIPE) { /* once per write to a reader gone: not a second stop */
+		if (!stop_sig)
+			stop_sig = sig;
+		return;
+	}
 	stop_sig = sig;
+	if (stop_count < 2)
+		stop_count++;
+	if (stop_count == 1 && say_stopping && write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+		/* nothing to do about it */
+	}
+	errno = e;
 }
 
 /* One capture from setup to teardown. */
@@ -62,7 +82,6 @@ struct cap_run {
 	bool out_created;  /* out_path is a file this run created (not a FIFO, /dev/null) */
 	bool step_failed;  /* the loop stopped on an error (said): no more rounds */
 	bool start_failed; /* the command could not be released (said) */
-	bool detached;	   /* the programs are gone (detach_thread) */
 	uint64_t t0;
 };
 
@@ -594,15 +613,19 @@ static void capture_loop(struct cap_run *r, struct loop_clock *lc)
 }
 
 /* Stopped by a signal, -G or -c: the signal passed on to the command, which
- * gets 2 s to exit while the rings are still drained (its last calls). */
+ * gets 2 s to exit while the rings are still drained (its last calls); a
+ * second signal ends the wait. */
 static void stop_command(struct cap_run *r, struct loop_clock *lc)
 {
 	uint64_t until = reel_now_mono_ns() + 2000000000ull;
+	int seen = stop_count;
 
 	kill(r->child, stop_sig ? stop_sig : SIGTERM);
 	while (!r->child_done && reel_now_mono_ns() < until) {
 		if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
 			r->child_done = true;
+		else if (seen && stop_count > seen)
+			break; /* stop at once: the command keeps its signal */
 		else if (r->step_failed)
 			usleep(50000); /* the output failed: only wait */
 		else if (capture_step(r, lc))
@@ -610,38 +633,35 @@ static void stop_command(struct cap_run *r, struct loop_clock *lc)
 	}
 }
 
-static void *detach_thread(void *arg)
+/* After the final line: the programs are detached by a process of ours
+ * that holds their descriptors until this one has exited, so that the
+ * kernel's detaching (an RCU grace period per uprobe, one after another:
+ * ~0.1 s each, seconds for a few dozen; tracepoints ~0.05 s each) happens
+ * after reelcap is gone, not between Ctrl-C and the prompt. The file is
+ * closed before: what the programs emitted before the stop is in it. */
+static void detach_behind(void)
 {
-	struct cap_run *r = arg;
+	int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	pid_t pid;
 
-	cap_tls_detach(r->tls);
-	cap_bpf_detach(r->skel);
-	__atomic_store_n(&r->detached, true, __ATOMIC_RELEASE);
-	return NULL;
-}
+	if (pfd < 0)
+		return; /* detached here, then, the slow way */
+	pid = fork();
+	if (pid == 0) {
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-/* Detaches the programs (the TLS uprobes first) on a thread of its own
- * while this one drains on: each uprobe's detach waits for an RCU grace
- * period of its own (~0.1 s, one after another in the kernel: seconds for
- * a few dozen), and the programs emit until they are gone. Drained only
- * after it, their records waited in the rings all that time and came out
- * a ring at a time: the first ring's in blocks cut by their age, the
- * next ring's, as old, in one block after them. */
-static void detach_draining(struct cap_run *r, struct loop_clock *lc)
-{
-	pthread_t th;
-
-	if (pthread_create(&th, NULL, detach_thread, r)) {
-		detach_thread(r);
-		return;
+		/* the terminal, a pipe's reader, a test harness: none waits for it */
+		if (null >= 0)
+			for (int fd = 0; fd < 3; fd++)
+				dup2(null, fd);
+		setsid();
+		prctl(PR_SET_NAME, "reelcap-detach", 0, 0, 0);
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+		_exit(0); /* the kernel detaches everything as this exits */
 	}
-	while (!__atomic_load_n(&r->detached, __ATOMIC_ACQUIRE)) {
-		if (r->step_failed || capture_step(r, lc)) {
-			r->step_failed = true;
-			break;
-		}
-	}
-	pthread_join(th, NULL);
+	close(pfd);
 }
 
 /* After the loop: collects the command, drains the rest, writes the final
@@ -657,12 +677,14 @@ static int finish(struct cap_run *r, struct loop_clock *lc)
 
 	if (r->child && !r->child_done)
 		stop_command(r, lc);
-	/* detach first: what the programs emit until they are gone is drained
-	 * into the file too (and counted) */
-	detach_draining(r, lc);
+	/* the TLS thread ends (the execs queued are examined: a short
+	 * command's report is in the file), then every ring is read to its
+	 * end: all the programs emitted before the stop is in the file; they
+	 * are detached after it (detach_behind) */
+	cap_tls_finish(r->tls, r->out, o->quiet);
+	cap_drain_acct_mark(r->d);
 	while (cap_drain_consume_all(r->d) > 0)
 		; /* a pass reads at most 2 MiB of a ring */
-	cap_tls_finish(r->tls, r->out, o->quiet);
 	cap_drain_reconcile_lost(r->d);
 	cap_drain_write_stats(r->d);
 	cap_bpf_kstats(r->skel, ks, CAP_KSTATS);
@@ -735,8 +757,8 @@ static void teardown(struct cap_run *r)
 			unlink(r->o->out_path);
 	}
 	if (r->go_fd >= 0)
-		close(r->go_fd); /* an unreleased command exits 126 */
-	if (r->child && !r->child_done)
+		close(r->go_fd);			  /* an unreleased command exits 126 */
+	if (r->child && !r->child_done && stop_count < 2) /* (stopped at once: not) */
 		waitpid(r->child, &r->child_status, 0);
 }
 
@@ -765,6 +787,13 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (!cap_can_load()) {
+		fprintf(stderr,
+			"reelcap: capturing needs root or CAP_BPF+CAP_PERFMON+CAP_SYS_ADMIN "
+			"(euid %d has not the capabilities)\n",
+			geteuid());
+		goto out;
+	}
 	if (geteuid() != 0)
 		fprintf(stderr,
 			"reelcap: warning: not running as root (euid %d); loading BPF "
@@ -780,6 +809,7 @@ int main(int argc, char **argv)
 	if (r.out_fd < 0) {
 		fprintf(stderr, "reelcap: cannot write to %s: %s\n", r.o->out_path,
 			cap_out_create_error(r.out_fd));
+		ret = 2; /* as reelplay's and reeltool's (README, "Exit status") */
 		goto out;
 	}
 	{
@@ -789,6 +819,7 @@ int main(int argc, char **argv)
 	}
 
 	/* every signal that ends a capture closes the file cleanly */
+	say_stopping = !r.o->quiet;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -802,6 +833,10 @@ int main(int argc, char **argv)
 
 		capture_loop(&r, &lc);
 		ret = finish(&r, &lc);
+		detach_behind();
+		/* stopped at once: 128 + the signal, unless the output failed */
+		if (stop_count > 1 && ret != 1)
+			ret = 128 + stop_sig;
 	}
 	teardown(&r);
 out:

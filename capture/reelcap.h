@@ -59,10 +59,12 @@ struct cap_opts {
 	bool quiet;
 	bool verbose;
 	bool print;
+	bool print_procs; /* --print: process events of every process */
 	bool no_tls;	      /* --no-tls: TLS objects found and reported, not hooked */
 	bool no_file_fill;    /* --no-file-fill: sendfile bodies stay length-only */
 	bool no_overload_cut; /* --no-overload-cut: a full ring loses whole events */
 	bool no_twin;	      /* --no-twin: receivers copy bytes a traced peer sent */
+	bool hold_execs;      /* --hold-execs: hold a new program's first exec until hooked */
 	const char *libssl;   /* --libssl PATH: also examine this object at start */
 	int nice;	      /* --drain-nice: the drain thread's nice value */
 	int rt_prio;	      /* --drain-rt: its SCHED_FIFO priority (0: none) */
@@ -171,6 +173,7 @@ struct cap_drain_cpu {
 	uint64_t ring_consumed;	     /* ring bytes of the samples consumed */
 	uint64_t peak_fill;	     /* the most ring bytes seen waiting at a drain */
 	uint64_t ring_size;	     /* the ring's data bytes */
+	uint64_t acct_mark;	     /* emitted when the stop began (cap_drain_acct_mark) */
 };
 
 struct reel_ring_acct;
@@ -184,8 +187,13 @@ void cap_drain_set_fill(struct cap_drain *d, struct cap_fill *fill);
 /* Where to publish the ring bytes consumed (bpf/reel_ring.h): acct[cpu] for
  * cpu < n, the programs' ring_acct array. */
 void cap_drain_set_acct(struct cap_drain *d, volatile struct reel_ring_acct *acct, int n);
-/* Rings whose emitted and consumed counts differ after the final drain (the
- * accounting drifted); with `print`, their figures on stderr. */
+/* Notes what each ring's programs had emitted when the stop began: the
+ * programs stay attached while the file is finished (they are detached
+ * after it, cap_drain_acct_check). */
+void cap_drain_acct_mark(struct cap_drain *d);
+/* Rings whose consumed count is not between what was emitted at the mark
+ * and what is emitted now, after the final drain (the accounting drifted);
+ * with `print`, their figures on stderr. */
 int cap_drain_acct_check(const struct cap_drain *d, bool print);
 /* fn(ctx, raw sample bytes, size) for every sample, after it was written. */
 typedef void (*cap_drain_sample_fn)(void *ctx, const void *data, uint32_t size);
@@ -326,6 +334,10 @@ void cap_tls_free(struct cap_tls *t);
 
 /* ------------------------------------------------------------------ */
 /* caps.c                                                              */
+/* Whether this thread's effective capabilities can load the programs at all
+ * (CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON): checked before anything, so
+ * that a user without them gets one line, not libbpf's. */
+bool cap_can_load(void);
 
 /* Keeps only the capabilities in `keep` (bit n = capability n) in the
  * effective, permitted and bounding sets of the calling thread. */

@@ -25,7 +25,7 @@
 #include "tlshold.h"
 
 #define SWEEP_MAX 4096 /* entries looked at per sweep */
-#define HELD_MAX 1024  /* tls_held's max_entries (bpf/reel_tls_exec.bpf.h) */
+#define HELD_MAX  1024 /* tls_held's max_entries (bpf/reel_tls_exec.bpf.h) */
 
 void cap_tlshold_resume(int held_fd, uint32_t pid)
 {

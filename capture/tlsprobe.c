@@ -68,13 +68,16 @@ static int find_program(const char *cmd, char *out, size_t outlen)
 	return -ENOENT;
 }
 
-/* Execs reach the discovery thread at once (tls_execq); with the watchdog
- * running, the first exec of a file not examined yet is held until hooked. */
+/* Execs reach the discovery thread at once (tls_execq); with --hold-execs
+ * and the watchdog running, the first exec of a file not examined yet is
+ * held until hooked. */
 static void hold_start(struct cap_tls *t, const struct cap_opts *o)
 {
 	pid_t pid;
 
 	t->skel->bss->tls_exec_on = 1;
+	if (!o->hold_execs)
+		return; /* examined at once all the same; the report gives exec to hook */
 	t->watch_fd = cap_tlshold_watchdog(t->held_fd, &pid);
 	if (t->watch_fd < 0) {
 		if (!o->quiet)

@@ -197,6 +197,42 @@ static void note_window(struct reel_pipeline *p, const struct reel_event *ev, ui
 		c->in_window = true;
 }
 
+/* A process that had a connection passing the filters is in scope. */
+static void note_scope(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	uint32_t host = host_of(p, ev->file_idx);
+	uint32_t tgid =
+		ev->kind == REEL_EVENT_DATA ? ev->data.hdr.conn.tgid : ev->conn_open.conn.tgid;
+
+	if (!reel_procscope_has(&p->scope, host, tgid) && reel_event_pass(p, ev))
+		reel_procscope_add(&p->scope, host, tgid); /* (no memory: not shown) */
+}
+
+/* A process event of a process in scope (with -p/--comm: those the filters
+ * pass), or another event. */
+static bool proc_in_scope(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	uint32_t host = host_of(p, ev->file_idx);
+
+	if (p->o.npids || p->o.ncomms)
+		return true; /* the filters chose the processes (reel_event_pass) */
+	switch (ev->kind) {
+	case REEL_EVENT_PROC:
+		return reel_procscope_has(&p->scope, host, ev->proc.fixed.pid);
+	case REEL_EVENT_PROC_EXEC:
+		return reel_procscope_has(&p->scope, host, ev->exec.hdr.tgid);
+	case REEL_EVENT_PROC_EXIT:
+		return reel_procscope_has(&p->scope, host, ev->exit.hdr.tgid);
+	case REEL_EVENT_PROC_FORK:
+		return reel_procscope_has(&p->scope, host, ev->fork.hdr.tgid) ||
+		       reel_procscope_has(&p->scope, host, ev->fork.child_tgid);
+	case REEL_EVENT_TLSPROC:
+		return reel_procscope_has(&p->scope, host, ev->tlsproc.fixed.pid);
+	default:
+		return true;
+	}
+}
+
 static void process(struct reel_pipeline *p, const struct reel_record *rec)
 {
 	struct reel_event ev;
@@ -241,8 +277,10 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 		conn_get(p, ev.file_idx, &ev.data.hdr.conn, ev.ts_ns, true);
 	if (windowed(p))
 		note_window(p, &ev, real);
+	if (ev.kind == REEL_EVENT_CONN_OPEN || ev.kind == REEL_EVENT_DATA)
+		note_scope(p, &ev);
 	if (p->o.print) {
-		if (reel_event_pass(p, &ev))
+		if (reel_event_pass(p, &ev) && (!p->o.proc_scope || proc_in_scope(p, &ev)))
 			print_event(p, &ev);
 		else
 			p->st.filtered++;
@@ -588,7 +626,7 @@ int reel_pipeline__finish(struct reel_pipeline *p)
 		p->tot.reorder_late = p->ro.late;
 		p->tot.reorder_late_ns = p->ro.max_late_ns;
 		reel_summary_print(p->sum, &p->tot, p->o.summary);
-		reel_tlsreport_print(p->tlsr, p->o.summary);
+		reel_tlsreport_print(p->tlsr, p->o.summary, &p->scope);
 		reel_sink_err(p, p->o.summary);
 	}
 	reel_hints_print(p);
@@ -652,6 +690,7 @@ void reel_pipeline__free(struct reel_pipeline *p)
 		pcap_close(p->dead);
 	reel_summary_free(p->sum);
 	reel_tlsreport_free(p->tlsr);
+	reel_procscope_free(&p->scope);
 	reel_filter_free(p);
 	free(p->files);
 	free(p->line);

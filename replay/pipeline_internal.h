@@ -31,6 +31,7 @@
 #include "holenote.h"
 #include "pcapng.h"
 #include "pcapw.h"
+#include "procscope.h"
 #include "reasm.h"
 #include "reel_event.h"
 #include "reel_pipeline.h"
@@ -123,6 +124,7 @@ struct reel_pipeline {
 
 	struct reel_summary *sum;
 	struct reel_tlsreport *tlsr; /* with the summary: TLS libraries, TLS with no plaintext */
+	struct reel_procscope scope; /* processes that had a connection passing the filters */
 	struct reel_pipeline_stats st;
 	struct reel_summary_totals tot;
 	uint64_t serial;

@@ -2,6 +2,7 @@
 /*
  * The TLS report for --summary (contract in tlsreport.h).
  */
+#include "procscope.h"
 #include "tlsreport.h"
 
 #include <errno.h>
@@ -262,21 +263,32 @@ static void print_why(FILE *f, const struct reel_tlsreport *r, const struct rmis
 	}
 }
 
-void reel_tlsreport_print(const struct reel_tlsreport *r, FILE *f)
+static bool listed(const struct rproc *p, const struct reel_procscope *scope)
 {
-	size_t with = 0;
+	return (p->nrefs || p->err) && (!scope || reel_procscope_has(scope, p->host, p->pid));
+}
+
+void reel_tlsreport_print(const struct reel_tlsreport *r, FILE *f,
+			  const struct reel_procscope *scope)
+{
+	size_t with = 0, shown = 0;
 
 	if (r->nprocs || r->nlibs) {
-		for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t i = 0; i < r->nprocs; i++) {
 			with += r->procs[i].nrefs > 0;
+			shown += listed(&r->procs[i], scope);
+		}
 		fprintf(f,
 			"\nTLS libraries (reelcap's report): %zu processes examined, %zu with TLS, "
-			"%zu TLS objects\n",
+			"%zu TLS objects",
 			r->nprocs, with, r->nlibs);
+		if (scope)
+			fprintf(f, "; %zu listed (those with a connection in scope)", shown);
+		fputc('\n', f);
 		for (size_t i = 0; i < r->nprocs; i++) {
 			const struct rproc *p = &r->procs[i];
 
-			if (!p->nrefs && !p->err)
+			if (!listed(p, scope))
 				continue;
 			fprintf(f, "  pid %u (%s, %s):", p->pid, p->comm[0] ? p->comm : "?",
 				p->exe[0] ? p->exe : "?");

@@ -36,6 +36,10 @@ int reel_tlsreport_missed(struct reel_tlsreport *r, uint32_t host, uint32_t pid,
 /* The sections for --summary: the libraries per process (when the capture
  * has a report) and "TLS, no plaintext" (when there is a report or a
  * connection to list). */
-void reel_tlsreport_print(const struct reel_tlsreport *r, FILE *f);
+struct reel_procscope;
+/* The report; processes listed only if in `scope` (NULL: all): those that
+ * had a connection passing the filters, not every exec on the host. */
+void reel_tlsreport_print(const struct reel_tlsreport *r, FILE *f,
+			  const struct reel_procscope *scope);
 
 #endif /* REEL_TLSREPORT_H */

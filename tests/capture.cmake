@@ -151,3 +151,39 @@ if(TARGET reelcap AND TARGET reelplay AND Python3_Interpreter_FOUND)
 	set_tests_properties(capture_late_records PROPERTIES LABELS "capture;root"
 		TIMEOUT 120 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 endif()
+
+# Ctrl-C (issue 23): "stopping" said at once, the exit within a generous
+# bound of one SIGINT (the uprobes detached after reelcap is gone), the
+# exchange in the file; a second SIGINT stops at once, exit 130.
+if(TARGET reelcap AND TARGET reeltool AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_stop_prompt
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/stop_prompt.py
+			--reelcap $<TARGET_FILE:reelcap> --reeltool $<TARGET_FILE:reeltool>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_stop_prompt)
+	set_tests_properties(capture_stop_prompt PROPERTIES LABELS "capture;root" TIMEOUT 60
+		SKIP_RETURN_CODE 77)
+endif()
+
+# Usage errors (issue 23): one line saying what was wrong and the --help
+# hint, exit 2; a capture as nobody: one line saying what it needs, no
+# libbpf text, exit 1.
+if(TARGET reelcap AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_usage_errors
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/usage_errors.py
+			--reelcap $<TARGET_FILE:reelcap>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_usage_errors)
+	set_tests_properties(capture_usage_errors PROPERTIES LABELS "capture" TIMEOUT 60
+		SKIP_RETURN_CODE 77)
+endif()
+
+# Process events and the TLS report in scope (issue 23): `reelcap --print
+# --port P` beside an exec loop prints the exchange and no other process's
+# events; reelplay --summary's TLS section lists the process that used P.
+if(TARGET reelcap AND TARGET reelplay AND Python3_Interpreter_FOUND)
+	add_test(NAME capture_proc_scope
+		COMMAND ${Python3_EXECUTABLE} ${REEL_PEER_DIR}/proc_scope.py
+			--reelcap $<TARGET_FILE:reelcap> --reelplay $<TARGET_FILE:reelplay>
+			--work ${CMAKE_CURRENT_BINARY_DIR}/capture_proc_scope)
+	set_tests_properties(capture_proc_scope PROPERTIES LABELS "capture;root" TIMEOUT 60
+		SKIP_RETURN_CODE 77)
+endif()

@@ -4,8 +4,8 @@
 # The exit-code table of README.md ("Exit status"), one program's error path
 # at a time: each line runs a command and compares its exit status with the
 # table's. The capture paths need no BPF (they fail before it loads, or are
-# run as nobody, where loading fails). --reelcap-output checks only the row
-# that reelcap does not follow yet (REELCAP-OUTPUT-MISMATCH below).
+# run as nobody, where loading fails). --reelcap-output checks the row that
+# needs root (reelcap checks its capabilities before it creates the file).
 set -u
 reelcap=$1 reelplay=$2 reeltool=$3 data=$4 trace=$5 mode=${6:-}
 work=$(mktemp -d /tmp/reel-exit-XXXXXX)
@@ -36,8 +36,7 @@ nobody() {
 }
 
 if [ "$mode" = "--reelcap-output" ]; then
-	# REELCAP-OUTPUT-MISMATCH: the table says 2 for an output that cannot
-	# be created, as reelplay's and reeltool's; reelcap exits 1.
+	# 2 for an output that cannot be created, as reelplay's and reeltool's
 	expect 2 "reelcap: output cannot be created" \
 		"$reelcap" -w "$work/none/x.reel" -G 1
 	rm -rf "$work"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # reelcap --print (live, through the replay pipeline fed by the ring drain)
 # prints exactly what reelplay --print prints from the file reelcap wrote.
+# (--print-procs: the process events of every process, as reelplay prints them)
 # Needs root and BPF; exits 77 (skipped) without root.
 #   replay_live_print.sh REELCAP REELPLAY
 set -euo pipefail
@@ -32,7 +33,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-"$REELCAP" -q -w "$dir/t.reel" --print --port "$port" -- \
+"$REELCAP" -q -w "$dir/t.reel" --print --print-procs --port "$port" -- \
 	sh -c "for i in 1 2 3; do curl -s -o /dev/null http://127.0.0.1:$port/index.txt; done" \
 	>"$dir/live.txt"
 "$REELPLAY" "$dir/t.reel" --print >"$dir/file.txt"

@@ -154,8 +154,9 @@ static void capture(const char *name, const char *extra, enum client cl)
 		assert_int_equal(fclose(f), 0);
 		snprintf(cmd, sizeof(cmd), "python3 client.py %d %s.got", port, name);
 	}
-	st = tlst_sh("cd '%s' && '%s' -q %s --print -w %s.reel -- %s >%s.live 2>%s.log", dir,
-		     REELCAP_BIN, extra, name, cmd, name, name);
+	st = tlst_sh(
+		"cd '%s' && '%s' -q %s --print --print-procs -w %s.reel -- %s >%s.live 2>%s.log",
+		dir, REELCAP_BIN, extra, name, cmd, name, name);
 	tlst_check_capture(dir, name, st); /* curl's status */
 }
 

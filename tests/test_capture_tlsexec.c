@@ -247,7 +247,8 @@ static void test_clients_exec_during_capture(void **state)
 	argv[2] = "cap.reel";
 	argv[3] = "--port";
 	argv[4] = cmd;
-	argv[5] = NULL;
+	argv[5] = "--hold-execs";
+	argv[6] = NULL;
 	assert_int_equal(chdir(dir), 0);
 	cap = cit_spawn(argv, "cap.log");
 	assert_true(cap > 0);
@@ -379,7 +380,8 @@ static void test_held_never_left_stopped(void **state)
 	argv[2] = "held.reel";
 	argv[3] = "--comm";
 	argv[4] = "xheld";
-	argv[5] = NULL;
+	argv[5] = "--hold-execs";
+	argv[6] = NULL;
 	cap = cit_spawn(argv, "cap.log");
 	assert_true(cap > 0);
 	wait_for_line("cap.log", "capturing to");

@@ -82,6 +82,12 @@ struct reel_pipeline_opts {
 	 * record of the inputs, the origin of --from/--to +SECONDS (0: the
 	 * first event pushed). */
 	uint64_t t0_ns;
+	/* --print shows the process events (PROC, EXEC, FORK, EXIT, TLSPROC) of
+	 * the processes that had a connection passing the filters so far only,
+	 * not those of every process the file holds (reelcap --print: a port
+	 * capture's file has every exec on the host). With pid or comm filters:
+	 * those the filters pass. */
+	bool proc_scope;
 };
 
 struct reel_pipeline;

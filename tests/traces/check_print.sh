@@ -2,6 +2,7 @@
 # check_print.sh REELCAP REELPLAY WORKLOAD WORKDIR: `reelcap --print` live and
 # `reelplay --print` on the file it wrote must print identical text (the
 # workload's own stdout goes to a file, not into the comparison).
+# (--print-procs: the process events of every process, as reelplay prints them)
 # Needs root (BPF): exit 77 (skip) when not root.
 set -u
 reelcap=$1 reelplay=$2 workload=$3 work=$4
@@ -11,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 mkdir -p "$work"
 rm -f "$work/x.reel" "$work/live.txt" "$work/replay.txt" "$work/workload.out"
-"$reelcap" -q -w "$work/x.reel" --print -- \
+"$reelcap" -q -w "$work/x.reel" --print --print-procs -- \
 	sh -c 'exec python3 "$0" >"$1"' "$workload" "$work/workload.out" >"$work/live.txt"
 rc=$?
 if [ $rc -ne 0 ]; then
