@@ -168,7 +168,9 @@ static uint64_t live_keep(const struct lane *l)
 				big = n;
 		}
 	}
-	keep = big * 2 + (64 << 10);
+	/* saturated: a crafted file's size near 2^64 must not wrap to a keep
+	 * below the recorded size */
+	keep = big > (UINT64_MAX - (64 << 10)) / 2 ? UINT64_MAX : big * 2 + (64 << 10);
 	return l->r->o.body_max && l->r->o.body_max < keep ? l->r->o.body_max : keep;
 }
 
