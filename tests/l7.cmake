@@ -4,14 +4,14 @@
 # The IMPORTED target of replay/ is local to that directory: import it here too.
 pkg_check_modules(L7_NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
 file(GLOB REEL_L7_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/replay/l7/*.c)
-# the content's JSON (replay/content_json.c, on replay/strbuf.c): the tests
-# compare what the parsers keep as the JSON lines show it
-add_library(reel_l7 STATIC ${REEL_L7_SRC} ${PROJECT_SOURCE_DIR}/replay/content_json.c
-	${PROJECT_SOURCE_DIR}/replay/strbuf.c)
+# the content's JSON (replay/output/content_json.c, on replay/output/strbuf.c):
+# the tests compare what the parsers keep as the JSON lines show it
+add_library(reel_l7 STATIC ${REEL_L7_SRC}
+	${PROJECT_SOURCE_DIR}/replay/output/content_json.c ${PROJECT_SOURCE_DIR}/replay/output/strbuf.c)
 find_package(ZLIB REQUIRED)
 # white-box: l7.h and l7_internal.h
 target_include_directories(reel_l7 PUBLIC ${PROJECT_SOURCE_DIR}/replay/l7
-	${PROJECT_SOURCE_DIR}/replay/include ${PROJECT_SOURCE_DIR}/replay)
+	${PROJECT_SOURCE_DIR}/replay/include ${PROJECT_SOURCE_DIR}/replay/output)
 target_link_libraries(reel_l7 PUBLIC PkgConfig::L7_NGHTTP2 ZLIB::ZLIB)
 
 reel_unit_test(test_l7_http1 SOURCES test_l7_http1.c LIBS reel_l7)

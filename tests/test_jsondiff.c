@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* JSON tree and structural diff (replay/jsondiff.c). */
+/* JSON tree and structural diff (replay/regress/jsondiff.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

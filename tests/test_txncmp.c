@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Response comparison of --replay-to (replay/txncmp.c). */
+/* Response comparison of --replay-to (replay/regress/txncmp.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

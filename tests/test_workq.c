@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * replay/workq.c (the JSON worker's queue) and replay/outq.c (the pcapng
- * writer's): items run in order with their exact bytes across ring wraps and
- * full-ring waits; drain waits for everything before it; outq writes every
- * buffer in order and reports a write error.
+ * replay/output/workq.c (the JSON worker's queue) and replay/output/outq.c
+ * (the pcapng writer's): items run in order with their exact bytes across ring
+ * wraps and full-ring waits; drain waits for everything before it; outq writes
+ * every buffer in order and reports a write error.
  */
 #include <errno.h>
 #include <fcntl.h>
