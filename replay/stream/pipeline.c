@@ -233,6 +233,59 @@ static bool proc_in_scope(struct reel_pipeline *p, const struct reel_event *ev)
 	}
 }
 
+/* A LOST or DROP record: counted, noted for the holes it explains, and a
+ * JSON line. */
+static void on_loss(struct reel_pipeline *p, const struct reel_event *ev)
+{
+	if (ev->kind == REEL_EVENT_LOST) {
+		p->st.lost_samples += ev->lost.lost;
+		p->tot.lost_records++;
+		reel_loss_note(p, ev, false);
+		if (p->o.json) {
+			struct reel_sb sb;
+
+			FORMAT_LINE(p, sb,
+				    reel_sb_printf(&sb,
+						   "{\"type\":\"lost\",\"file\":%u,\"cpu\":%u,"
+						   "\"samples\":%" PRIu64 "}",
+						   ev->file_idx, ev->cpu, ev->lost.lost));
+			reel_json_line_sb(p, &sb);
+		}
+		return;
+	}
+	p->st.dropped_records += ev->drop.records;
+	p->tot.dropped_bytes += ev->drop.bytes;
+	p->tot.drop_records++;
+	if (ev->damage.kind == REEL_DAMAGE_BLOCK) {
+		p->tot.recover_blocks++;
+		p->tot.recover_records += ev->drop.records;
+		p->tot.recover_unsized += !ev->drop.records;
+	} else if (ev->damage.kind == REEL_DAMAGE_REFS) {
+		p->tot.recover_refs += ev->drop.records;
+	}
+	reel_loss_note(p, ev, true);
+	if (p->o.json) {
+		struct reel_sb sb;
+
+		FORMAT_LINE(p, sb, {
+			reel_sb_printf(&sb,
+				       "{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,\"records\":"
+				       "%" PRIu64 ",\"bytes\":%" PRIu64 ",\"reason\":\"%s\"",
+				       ev->file_idx, ev->cpu == REEL_CPU_NONE ? -1 : (int)ev->cpu,
+				       ev->drop.records, ev->drop.bytes,
+				       reel_drop_reason(ev->drop.reason));
+			/* reeltool recover's: which block (-1: not known as one) */
+			if (ev->damage.kind)
+				reel_sb_printf(&sb, ",\"damaged_block\":%" PRId64,
+					       ev->damage.block == UINT32_MAX
+						       ? (int64_t)-1
+						       : (int64_t)ev->damage.block);
+			reel_sb_putc(&sb, '}');
+		});
+		reel_json_line_sb(p, &sb);
+	}
+}
+
 static void process(struct reel_pipeline *p, const struct reel_record *rec)
 {
 	struct reel_event ev;
@@ -332,53 +385,8 @@ static void process(struct reel_pipeline *p, const struct reel_record *rec)
 			f->off = ev.clock.real_ns - ev.clock.mono_ns;
 		break;
 	case REEL_EVENT_LOST:
-		p->st.lost_samples += ev.lost.lost;
-		p->tot.lost_records++;
-		reel_loss_note(p, &ev, false);
-		if (p->o.json) {
-			struct reel_sb sb;
-
-			FORMAT_LINE(p, sb,
-				    reel_sb_printf(&sb,
-						   "{\"type\":\"lost\",\"file\":%u,\"cpu\":%u,"
-						   "\"samples\":%" PRIu64 "}",
-						   ev.file_idx, ev.cpu, ev.lost.lost));
-			reel_json_line_sb(p, &sb);
-		}
-		break;
 	case REEL_EVENT_DROP:
-		p->st.dropped_records += ev.drop.records;
-		p->tot.dropped_bytes += ev.drop.bytes;
-		p->tot.drop_records++;
-		if (ev.damage.kind == REEL_DAMAGE_BLOCK) {
-			p->tot.recover_blocks++;
-			p->tot.recover_records += ev.drop.records;
-			p->tot.recover_unsized += !ev.drop.records;
-		} else if (ev.damage.kind == REEL_DAMAGE_REFS) {
-			p->tot.recover_refs += ev.drop.records;
-		}
-		reel_loss_note(p, &ev, true);
-		if (p->o.json) {
-			struct reel_sb sb;
-
-			FORMAT_LINE(p, sb, {
-				reel_sb_printf(
-					&sb,
-					"{\"type\":\"drop\",\"file\":%u,\"cpu\":%d,\"records\":"
-					"%" PRIu64 ",\"bytes\":%" PRIu64 ",\"reason\":\"%s\"",
-					ev.file_idx, ev.cpu == REEL_CPU_NONE ? -1 : (int)ev.cpu,
-					ev.drop.records, ev.drop.bytes,
-					reel_drop_reason(ev.drop.reason));
-				/* reeltool recover's: which block (-1: not known as one) */
-				if (ev.damage.kind)
-					reel_sb_printf(&sb, ",\"damaged_block\":%" PRId64,
-						       ev.damage.block == UINT32_MAX
-							       ? (int64_t)-1
-							       : (int64_t)ev.damage.block);
-				reel_sb_putc(&sb, '}');
-			});
-			reel_json_line_sb(p, &sb);
-		}
+		on_loss(p, &ev);
 		break;
 	default:
 		break;
