@@ -32,15 +32,22 @@ prio_case() {
 	out="$WORK/prio.reel"
 	rm -f "$out"
 	# shellcheck disable=SC2086
-	"$REELCAP" -q $1 -w "$out" -- sleep 3 &
+	"$REELCAP" -q $1 -w "$out" -- sleep 10 &
 	pid=$!
-	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	# the drain's priority is set once the capture runs, which on a busy
+	# host comes seconds after the threads exist (the TLS examination at
+	# start): look until it is what is wanted, for 15 s at most
+	i=0
+	while [ $i -lt 150 ]; do
 		sleep 0.1
-		# ready once the writer's thread exists (the capture started)
-		[ -f "$out" ] && [ "$(ls /proc/$pid/task | wc -l)" -ge 2 ] && break
+		i=$((i + 1))
+		[ -f "$out" ] && [ "$(ls /proc/$pid/task | wc -l)" -ge 2 ] || continue
+		got=$(threads $pid)
+		[ "$(echo "$got" | head -1)" = "$2" ] && break
 	done
-	sleep 0.5
+	sleep 0.2
 	got=$(threads $pid)
+	kill -TERM $pid
 	wait $pid
 	drain=$(echo "$got" | head -1)
 	others=$(echo "$got" | tail -n +2 | sort -u)
