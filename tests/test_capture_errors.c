@@ -20,7 +20,8 @@
  *   without -C: reelcap says so at once, stops, exits 1 and says what went
  *   with the file (its records) and what is kept (0 files), the final line
  *   counting 0 files;
- * - clear messages for a directory as output; a FIFO and /dev/null take the
+ * - a directory as output: a clear message, exit 2 (an output that cannot be
+ *   created, the README's table); a FIFO and /dev/null take the
  *   capture (like tcpdump -w), a regular file's -C with them is refused.
  */
 #include <errno.h>
@@ -725,7 +726,7 @@ static void test_output_paths(void **state)
 
 	/* a directory */
 	snprintf(p.file, sizeof(p.file), "%s", p.dir);
-	run_check(argv, p.log, 1, "is a directory", NULL);
+	run_check(argv, p.log, 2, "is a directory", NULL); /* README: an output that cannot be created */
 
 	/* /dev/null takes the capture, and stays /dev/null */
 	snprintf(p.file, sizeof(p.file), "/dev/null");
