@@ -726,7 +726,8 @@ static void test_output_paths(void **state)
 
 	/* a directory */
 	snprintf(p.file, sizeof(p.file), "%s", p.dir);
-	run_check(argv, p.log, 2, "is a directory", NULL); /* README: an output that cannot be created */
+	/* 2: an output that cannot be created (README, "Exit status") */
+	run_check(argv, p.log, 2, "is a directory", NULL);
 
 	/* /dev/null takes the capture, and stays /dev/null */
 	snprintf(p.file, sizeof(p.file), "/dev/null");
