@@ -833,6 +833,13 @@ int main(int argc, char **argv)
 
 		capture_loop(&r, &lc);
 		ret = finish(&r, &lc);
+		/* an unreleased command (stopped before its release) gets EOF
+		 * and exits 126: the process of detach_behind must not hold the
+		 * pipe's end, or teardown's waitpid waits for ever */
+		if (r.go_fd >= 0) {
+			close(r.go_fd);
+			r.go_fd = -1;
+		}
 		detach_behind();
 		/* stopped at once: 128 + the signal, unless the output failed */
 		if (stop_count > 1 && ret != 1)
