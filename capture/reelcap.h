@@ -59,7 +59,7 @@ struct cap_opts {
 	bool quiet;
 	bool verbose;
 	bool print;
-	bool print_procs; /* --print: process events of every process */
+	bool print_procs;     /* --print: process events of every process */
 	bool no_tls;	      /* --no-tls: TLS objects found and reported, not hooked */
 	bool no_file_fill;    /* --no-file-fill: sendfile bodies stay length-only */
 	bool no_overload_cut; /* --no-overload-cut: a full ring loses whole events */

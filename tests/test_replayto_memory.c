@@ -178,9 +178,9 @@ static void test_redis_1g_answer(void **state)
 	assert_true(rss < RSS_BOUND_KB);
 	assert_int_equal(rc, 1);
 	assert_non_null(strstr(rep, "\"result\":\"different\""));
-	assert_non_null(strstr(
-		rep, "\"resp_bytes\":1073741839},\"differences\":[{\"where\":"
-		     "\"reply\",\"recorded\":\"\\\"hello\\\"\",\"live\":\"\\\"xxxxxxxxxx"));
+	assert_non_null(
+		strstr(rep, "\"resp_bytes\":1073741839},\"differences\":[{\"where\":"
+			    "\"reply\",\"recorded\":\"\\\"hello\\\"\",\"live\":\"\\\"xxxxxxxxxx"));
 	assert_non_null(strstr(rep, "...\\\" (1073741824 bytes)\",\"noise\":false}],"
 				    "\"differences_total\":1}"));
 	free(rep);

@@ -251,10 +251,8 @@ static void test_cut_values(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_http),
-		cmocka_unit_test(test_ignores_and_bytes),
-		cmocka_unit_test(test_redis),
-		cmocka_unit_test(test_cut_values),
+		cmocka_unit_test(test_http),	     cmocka_unit_test(test_ignores_and_bytes),
+		cmocka_unit_test(test_redis),	     cmocka_unit_test(test_cut_values),
 		cmocka_unit_test(test_redis_arrays),
 	};
 

@@ -226,9 +226,10 @@ void reel_summary_print(const struct reel_summary *s, const struct reel_summary_
 			[REASM_HOLE_UNEXPLAINED] = "not explained (no LOST, DROP or damaged block)",
 		};
 		static const int order[] = {
-			REASM_HOLE_GAP,	 REASM_HOLE_OVERLOAD, REASM_HOLE_TRUNC, REASM_HOLE_LENONLY,
-			REASM_HOLE_FILE, REASM_HOLE_URING,    REASM_HOLE_FAULT, REASM_HOLE_CLOSE,
-			REASM_HOLE_TWIN, REASM_HOLE_DAMAGED,  REASM_HOLE_UNEXPLAINED};
+			REASM_HOLE_GAP,	    REASM_HOLE_OVERLOAD,   REASM_HOLE_TRUNC,
+			REASM_HOLE_LENONLY, REASM_HOLE_FILE,	   REASM_HOLE_URING,
+			REASM_HOLE_FAULT,   REASM_HOLE_CLOSE,	   REASM_HOLE_TWIN,
+			REASM_HOLE_DAMAGED, REASM_HOLE_UNEXPLAINED};
 		const char *sep = "missing bytes by cause: ";
 
 		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
